@@ -1,0 +1,693 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env builds a getenv over a fixed map.
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+// load runs LoadConfig and returns what it wrote to the operator as well.
+func load(t *testing.T, args []string, vars map[string]string) (Config, string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cfg, err := LoadConfig(args, env(vars), &out)
+	return cfg, out.String(), err
+}
+
+func mustLoad(t *testing.T, args []string, vars map[string]string) (Config, string) {
+	t.Helper()
+	cfg, out, err := load(t, args, vars)
+	if err != nil {
+		t.Fatalf("LoadConfig(%q, %v): unexpected error: %v", args, vars, err)
+	}
+	return cfg, out
+}
+
+// wantErr asserts that LoadConfig fails and that the message holds every part.
+func wantErr(t *testing.T, args []string, vars map[string]string, parts ...string) string {
+	t.Helper()
+	cfg, _, err := load(t, args, vars)
+	if err == nil {
+		t.Fatalf("LoadConfig(%q, %v) = %+v, want an error", args, vars, cfg)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("LoadConfig(%q, %v) error %q does not contain %q", args, vars, err, p)
+		}
+	}
+	if cfg != (Config{}) {
+		t.Errorf("LoadConfig(%q, %v) returned a non-zero Config with an error: %+v", args, vars, cfg)
+	}
+	return err.Error()
+}
+
+func TestConfigDefaults(t *testing.T) {
+	want := Config{
+		Host:                    "127.0.0.1",
+		Port:                    6388,
+		DefaultLeaseTTL:         33 * time.Second,
+		LeaseSweepInterval:      time.Second,
+		GCInterval:              5 * time.Second,
+		GCMaxIdle:               60 * time.Second,
+		ReadTimeout:             23 * time.Second,
+		WriteTimeout:            5 * time.Second,
+		ShutdownTimeout:         30 * time.Second,
+		MaxLocks:                1024,
+		AutoReleaseOnDisconnect: true,
+		Compat:                  "v2",
+	}
+	if got := DefaultConfig(); got != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+	cfg, out := mustLoad(t, nil, nil)
+	if cfg != want {
+		t.Errorf("LoadConfig(no args, no env) = %+v, want %+v", cfg, want)
+	}
+	if out != "" {
+		t.Errorf("LoadConfig(no args, no env) wrote %q, want nothing", out)
+	}
+	// nil getenv and nil writer are tolerated.
+	if cfg, err := LoadConfig(nil, nil, nil); err != nil || cfg != want {
+		t.Errorf("LoadConfig(nil, nil, nil) = %+v, %v", cfg, err)
+	}
+}
+
+// mapping lists every supported setting with a non-default value.
+var mapping = []struct {
+	flag, env, value string
+	set              func(c *Config)
+}{
+	{"host", "DFLOCKD_HOST", "0.0.0.0", func(c *Config) { c.Host = "0.0.0.0" }},
+	{"port", "DFLOCKD_PORT", "7000", func(c *Config) { c.Port = 7000 }},
+	{"default-lease-ttl", "DFLOCKD_DEFAULT_LEASE_TTL_S", "10", func(c *Config) { c.DefaultLeaseTTL = 10 * time.Second }},
+	{"lease-sweep-interval", "DFLOCKD_LEASE_SWEEP_INTERVAL_S", "3", func(c *Config) { c.LeaseSweepInterval = 3 * time.Second }},
+	{"gc-interval", "DFLOCKD_GC_INTERVAL_S", "7", func(c *Config) { c.GCInterval = 7 * time.Second }},
+	{"gc-max-idle", "DFLOCKD_GC_MAX_IDLE_S", "0", func(c *Config) { c.GCMaxIdle = 0 }},
+	{"read-timeout", "DFLOCKD_READ_TIMEOUT_S", "120", func(c *Config) { c.ReadTimeout = 120 * time.Second }},
+	{"write-timeout", "DFLOCKD_WRITE_TIMEOUT_S", "0", func(c *Config) { c.WriteTimeout = 0 }},
+	{"shutdown-timeout", "DFLOCKD_SHUTDOWN_TIMEOUT_S", "0", func(c *Config) { c.ShutdownTimeout = 0 }},
+	{"max-locks", "DFLOCKD_MAX_LOCKS", "1", func(c *Config) { c.MaxLocks = 1 }},
+	{"max-connections", "DFLOCKD_MAX_CONNECTIONS", "500", func(c *Config) { c.MaxConnections = 500 }},
+	{"max-waiters", "DFLOCKD_MAX_WAITERS", "64", func(c *Config) { c.MaxWaiters = 64 }},
+	{"max-keys", "DFLOCKD_MAX_KEYS", "100", func(c *Config) { c.MaxKeys = 100 }},
+	{"max-list-length", "DFLOCKD_MAX_LIST_LENGTH", "200", func(c *Config) { c.MaxListLength = 200 }},
+	{"max-subscriptions", "DFLOCKD_MAX_SUBSCRIPTIONS", "300", func(c *Config) { c.MaxSubscriptions = 300 }},
+	{"auto-release-on-disconnect", "DFLOCKD_AUTO_RELEASE_ON_DISCONNECT", "false", func(c *Config) { c.AutoReleaseOnDisconnect = false }},
+	{"debug", "DFLOCKD_DEBUG", "true", func(c *Config) { c.Debug = true }},
+	{"auth-token", "DFLOCKD_AUTH_TOKEN", "s3cret", func(c *Config) { c.AuthToken = "s3cret" }},
+	{"fence-state-file", "DFLOCKD_FENCE_STATE_FILE", "/var/lib/dflockd/fence", func(c *Config) { c.FenceStateFile = "/var/lib/dflockd/fence" }},
+	{"compat", "DFLOCKD_COMPAT", "v2", func(c *Config) { c.Compat = "v2" }},
+	{"loops", "DFLOCKD_LOOPS", "4", func(c *Config) { c.Loops = 4 }},
+}
+
+func TestConfigFlagAndEnvMapping(t *testing.T) {
+	for _, m := range mapping {
+		want := DefaultConfig()
+		m.set(&want)
+		t.Run("flag/"+m.flag, func(t *testing.T) {
+			if cfg, _ := mustLoad(t, []string{"--" + m.flag + "=" + m.value}, nil); cfg != want {
+				t.Errorf("--%s=%s: got %+v, want %+v", m.flag, m.value, cfg, want)
+			}
+		})
+		t.Run("env/"+m.env, func(t *testing.T) {
+			if cfg, _ := mustLoad(t, nil, map[string]string{m.env: m.value}); cfg != want {
+				t.Errorf("%s=%s: got %+v, want %+v", m.env, m.value, cfg, want)
+			}
+		})
+	}
+}
+
+func TestConfigFlagSyntax(t *testing.T) {
+	tests := []struct {
+		args []string
+		set  func(c *Config)
+	}{
+		{[]string{"-port", "1"}, func(c *Config) { c.Port = 1 }},
+		{[]string{"--port", "1"}, func(c *Config) { c.Port = 1 }},
+		{[]string{"-port=1"}, func(c *Config) { c.Port = 1 }},
+		{[]string{"--port=1"}, func(c *Config) { c.Port = 1 }},
+		// Go's flag.Int accepts base prefixes; dflockd parsed flags with it.
+		{[]string{"--port=0x10"}, func(c *Config) { c.Port = 16 }},
+		{[]string{"--debug"}, func(c *Config) { c.Debug = true }},
+		{[]string{"-debug"}, func(c *Config) { c.Debug = true }},
+		{[]string{"--debug=1"}, func(c *Config) { c.Debug = true }},
+		{[]string{"--debug", "--debug=false"}, func(c *Config) {}},
+		{[]string{"--auto-release-on-disconnect=false"}, func(c *Config) { c.AutoReleaseOnDisconnect = false }},
+		{[]string{"--port=1", "--port=2"}, func(c *Config) { c.Port = 2 }}, // last wins
+		{[]string{"--host="}, func(c *Config) { c.Host = "" }},             // explicit empty = all interfaces
+		{[]string{"--default-lease-ttl", "5", "--read-timeout", "6"}, func(c *Config) {
+			c.DefaultLeaseTTL = 5 * time.Second
+			c.ReadTimeout = 6 * time.Second
+		}},
+	}
+	for _, tt := range tests {
+		want := DefaultConfig()
+		tt.set(&want)
+		if cfg, _ := mustLoad(t, tt.args, nil); cfg != want {
+			t.Errorf("%q: got %+v, want %+v", tt.args, cfg, want)
+		}
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	// A value that differs from both the default and mapping's value.
+	other := map[string]string{
+		"host": "10.0.0.1", "port": "7001", "default-lease-ttl": "11", "lease-sweep-interval": "4",
+		"gc-interval": "8", "gc-max-idle": "9", "read-timeout": "12", "write-timeout": "13",
+		"shutdown-timeout": "14", "max-locks": "15", "max-connections": "16", "max-waiters": "17",
+		"max-keys": "18", "max-list-length": "19", "max-subscriptions": "20",
+		"auto-release-on-disconnect": "true", "debug": "false", "auth-token": "other",
+		"fence-state-file": "/tmp/other", "compat": "V2", "loops": "2",
+	}
+	for _, m := range mapping {
+		t.Run(m.flag, func(t *testing.T) {
+			o, ok := other[m.flag]
+			if !ok {
+				t.Fatalf("no second value for --%s", m.flag)
+			}
+			want := DefaultConfig()
+			m.set(&want)
+			// The flag beats the variable (booleans need the = form).
+			if cfg, _ := mustLoad(t, []string{"--" + m.flag + "=" + m.value}, map[string]string{m.env: o}); cfg != want {
+				t.Errorf("--%s %s with %s=%s: got %+v, want %+v", m.flag, m.value, m.env, o, cfg, want)
+			}
+			// An overridden variable is not used, so not validated either.
+			if cfg, _ := mustLoad(t, []string{"--" + m.flag + "=" + m.value}, map[string]string{m.env: "\x00bad"}); cfg != want {
+				t.Errorf("--%s with invalid %s: got %+v, want %+v", m.flag, m.env, cfg, want)
+			}
+			// An empty variable counts as unset: the default stays.
+			if cfg, _ := mustLoad(t, nil, map[string]string{m.env: ""}); cfg != DefaultConfig() {
+				t.Errorf("%s=\"\": got %+v, want defaults", m.env, cfg)
+			}
+		})
+	}
+}
+
+func TestConfigInvalidEnv(t *testing.T) {
+	tests := []struct {
+		name, value, want string
+	}{
+		{"DFLOCKD_PORT", "abc", `DFLOCKD_PORT must be an integer in 0..65535, got "abc"`},
+		{"DFLOCKD_PORT", "65536", `DFLOCKD_PORT must be an integer in 0..65535, got "65536"`},
+		{"DFLOCKD_PORT", "-1", `DFLOCKD_PORT must be an integer in 0..65535, got "-1"`},
+		{"DFLOCKD_PORT", "0x10", `DFLOCKD_PORT must be an integer in 0..65535, got "0x10"`}, // env is decimal
+		{"DFLOCKD_MAX_LOCKS", "x", `DFLOCKD_MAX_LOCKS must be an integer > 0, got "x"`},
+		{"DFLOCKD_MAX_LOCKS", "0", `DFLOCKD_MAX_LOCKS must be an integer > 0, got "0"`},
+		{"DFLOCKD_MAX_CONNECTIONS", "-1", `DFLOCKD_MAX_CONNECTIONS must be an integer >= 0, got "-1"`},
+		{"DFLOCKD_MAX_WAITERS", "1.5", `DFLOCKD_MAX_WAITERS must be an integer >= 0, got "1.5"`},
+		{"DFLOCKD_MAX_KEYS", "many", `DFLOCKD_MAX_KEYS must be an integer >= 0, got "many"`},
+		{"DFLOCKD_MAX_LIST_LENGTH", "-5", `DFLOCKD_MAX_LIST_LENGTH must be an integer >= 0`},
+		{"DFLOCKD_MAX_SUBSCRIPTIONS", "x", `DFLOCKD_MAX_SUBSCRIPTIONS must be an integer >= 0`},
+		{"DFLOCKD_LOOPS", "-1", `DFLOCKD_LOOPS must be an integer in 0..4096, got "-1"`},
+		{"DFLOCKD_LOOPS", "4097", `DFLOCKD_LOOPS must be an integer in 0..4096`},
+		{"DFLOCKD_DEFAULT_LEASE_TTL_S", "0", `DFLOCKD_DEFAULT_LEASE_TTL_S must be an integer number of seconds in 1..9223372036, got "0"`},
+		{"DFLOCKD_DEFAULT_LEASE_TTL_S", "33s", `DFLOCKD_DEFAULT_LEASE_TTL_S must be an integer number of seconds`},
+		{"DFLOCKD_LEASE_SWEEP_INTERVAL_S", "0", `DFLOCKD_LEASE_SWEEP_INTERVAL_S must be an integer number of seconds in 1..`},
+		{"DFLOCKD_GC_INTERVAL_S", "0", `DFLOCKD_GC_INTERVAL_S must be an integer number of seconds in 1..`},
+		{"DFLOCKD_GC_MAX_IDLE_S", "-1", `DFLOCKD_GC_MAX_IDLE_S must be an integer number of seconds in 0..9223372036, got "-1"`},
+		{"DFLOCKD_READ_TIMEOUT_S", "0", `DFLOCKD_READ_TIMEOUT_S must be an integer number of seconds in 1..`},
+		{"DFLOCKD_WRITE_TIMEOUT_S", "-1", `DFLOCKD_WRITE_TIMEOUT_S must be an integer number of seconds in 0..`},
+		{"DFLOCKD_SHUTDOWN_TIMEOUT_S", "soon", `DFLOCKD_SHUTDOWN_TIMEOUT_S must be an integer number of seconds in 0..`},
+		{"DFLOCKD_DEBUG", "maybe", `DFLOCKD_DEBUG must be a boolean (1, yes, true, 0, no or false), got "maybe"`},
+		{"DFLOCKD_DEBUG", "t", `DFLOCKD_DEBUG must be a boolean`}, // the env grammar is narrower than strconv.ParseBool
+		{"DFLOCKD_AUTO_RELEASE_ON_DISCONNECT", "off", `DFLOCKD_AUTO_RELEASE_ON_DISCONNECT must be a boolean`},
+	}
+	for _, tt := range tests {
+		wantErr(t, nil, map[string]string{tt.name: tt.value}, tt.want)
+	}
+}
+
+func TestConfigEnvBoolAndTrim(t *testing.T) {
+	for _, v := range []string{"1", "yes", "YES", "true", "True", " true "} {
+		if cfg, _ := mustLoad(t, nil, map[string]string{"DFLOCKD_DEBUG": v}); !cfg.Debug {
+			t.Errorf("DFLOCKD_DEBUG=%q: Debug = false, want true", v)
+		}
+	}
+	for _, v := range []string{"0", "no", "No", "false", "FALSE"} {
+		if cfg, _ := mustLoad(t, nil, map[string]string{"DFLOCKD_AUTO_RELEASE_ON_DISCONNECT": v}); cfg.AutoReleaseOnDisconnect {
+			t.Errorf("DFLOCKD_AUTO_RELEASE_ON_DISCONNECT=%q: got true, want false", v)
+		}
+	}
+	if cfg, _ := mustLoad(t, nil, map[string]string{"DFLOCKD_PORT": " 7000\n"}); cfg.Port != 7000 {
+		t.Errorf("DFLOCKD_PORT=\" 7000\\n\": Port = %d, want 7000", cfg.Port)
+	}
+}
+
+func TestConfigInvalidCLI(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--port=abc"}, []string{`--port must be an integer in 0..65535, got "abc"`}},
+		{[]string{"--port", "65536"}, []string{`--port must be an integer in 0..65535, got "65536"`}},
+		{[]string{"--port=-1"}, []string{`--port must be an integer in 0..65535`}},
+		{[]string{"--port="}, []string{`--port must be an integer in 0..65535, got ""`}},
+		{[]string{"--max-locks=0"}, []string{`--max-locks must be an integer > 0, got "0"`}},
+		{[]string{"--max-waiters=-2"}, []string{`--max-waiters must be an integer >= 0`}},
+		{[]string{"--loops=-1"}, []string{`--loops must be an integer in 0..4096`}},
+		{[]string{"--default-lease-ttl=0"}, []string{`--default-lease-ttl must be an integer number of seconds in 1..9223372036, got "0"`}},
+		{[]string{"--read-timeout=1.5"}, []string{`--read-timeout must be an integer number of seconds`}},
+		{[]string{"--gc-max-idle=-1"}, []string{`--gc-max-idle must be an integer number of seconds in 0..`}},
+		{[]string{"--gc-interval=0"}, []string{`--gc-interval must be an integer number of seconds in 1..`}},
+		{[]string{"--debug=maybe"}, []string{`--debug must be a boolean (true or false), got "maybe"`}},
+		{[]string{"--debug=yes"}, []string{`--debug must be a boolean`}}, // flags use Go's flag.Bool grammar
+		{[]string{"--bogus"}, []string{"flag provided but not defined: -bogus"}},
+		{[]string{"--port"}, []string{"flag needs an argument: -port"}},
+		{[]string{"serve"}, []string{`unexpected argument "serve"`}},
+		{[]string{"--port=1", "--", "x"}, []string{`unexpected argument "x"`}},
+		{[]string{"--debug", "false"}, []string{`unexpected argument "false"`, "--flag=false"}},
+		{[]string{"--help=maybe"}, []string{`--help must be a boolean`}},
+	}
+	for _, tt := range tests {
+		wantErr(t, tt.args, nil, tt.want...)
+	}
+}
+
+func TestConfigErrorsAreJoined(t *testing.T) {
+	msg := wantErr(t, []string{"--port=x"}, map[string]string{"DFLOCKD_MAX_LOCKS": "y", "DFLOCKD_TLS_CERT": "/c.pem"},
+		"--port", "DFLOCKD_MAX_LOCKS", "DFLOCKD_TLS_CERT")
+	if n := strings.Count(msg, "\n") + 1; n != 3 {
+		t.Errorf("joined error has %d lines, want 3: %q", n, msg)
+	}
+}
+
+func TestConfigDurationOverflow(t *testing.T) {
+	const maxS = "9223372036" // MaxInt64 / 1e9
+	cfg, _ := mustLoad(t, []string{"--read-timeout=" + maxS}, nil)
+	if want := 9223372036 * time.Second; cfg.ReadTimeout != want || cfg.ReadTimeout <= 0 {
+		t.Errorf("--read-timeout=%s: got %v, want %v", maxS, cfg.ReadTimeout, want)
+	}
+	cfg, _ = mustLoad(t, nil, map[string]string{"DFLOCKD_SHUTDOWN_TIMEOUT_S": maxS})
+	if cfg.ShutdownTimeout != 9223372036*time.Second {
+		t.Errorf("DFLOCKD_SHUTDOWN_TIMEOUT_S=%s: got %v", maxS, cfg.ShutdownTimeout)
+	}
+	for _, v := range []string{"9223372037", "9223372036854775807", "99999999999999999999"} {
+		wantErr(t, []string{"--default-lease-ttl=" + v}, nil, "--default-lease-ttl", "1..9223372036", `"`+v+`"`)
+		wantErr(t, nil, map[string]string{"DFLOCKD_GC_MAX_IDLE_S": v}, "DFLOCKD_GC_MAX_IDLE_S", "0..9223372036")
+		wantErr(t, nil, map[string]string{"DFLOCKD_WRITE_TIMEOUT_S": v}, "DFLOCKD_WRITE_TIMEOUT_S")
+	}
+}
+
+func TestConfigPortRange(t *testing.T) {
+	for _, p := range []struct {
+		text string
+		want int
+	}{{"0", 0}, {"1", 1}, {"6388", 6388}, {"65535", 65535}} {
+		if cfg, _ := mustLoad(t, []string{"--port", p.text}, nil); cfg.Port != p.want {
+			t.Errorf("--port %s: got %d", p.text, cfg.Port)
+		}
+		if cfg, _ := mustLoad(t, nil, map[string]string{"DFLOCKD_PORT": p.text}); cfg.Port != p.want {
+			t.Errorf("DFLOCKD_PORT=%s: got %d", p.text, cfg.Port)
+		}
+	}
+	for _, v := range []string{"65536", "-1", "100000"} {
+		wantErr(t, []string{"--port=" + v}, nil, "--port must be an integer in 0..65535")
+		wantErr(t, nil, map[string]string{"DFLOCKD_PORT": v}, "DFLOCKD_PORT must be an integer in 0..65535")
+	}
+}
+
+func TestConfigOldGCAliases(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		vars     map[string]string
+		interval time.Duration
+		idle     time.Duration
+		warnings []string
+	}{
+		{
+			name:     "old names alone are used",
+			vars:     map[string]string{"DFLOCKD_GC_LOOP_SLEEP": "9", "DFLOCKD_GC_MAX_UNUSED_TIME": "90"},
+			interval: 9 * time.Second, idle: 90 * time.Second,
+			warnings: []string{
+				"DFLOCKD_GC_LOOP_SLEEP is deprecated; use DFLOCKD_GC_INTERVAL_S",
+				"DFLOCKD_GC_MAX_UNUSED_TIME is deprecated; use DFLOCKD_GC_MAX_IDLE_S",
+			},
+		},
+		{
+			name: "canonical names win",
+			vars: map[string]string{
+				"DFLOCKD_GC_LOOP_SLEEP": "9", "DFLOCKD_GC_INTERVAL_S": "3",
+				"DFLOCKD_GC_MAX_UNUSED_TIME": "90", "DFLOCKD_GC_MAX_IDLE_S": "30",
+			},
+			interval: 3 * time.Second, idle: 30 * time.Second,
+			warnings: []string{
+				"DFLOCKD_GC_LOOP_SLEEP is deprecated and ignored because DFLOCKD_GC_INTERVAL_S is set",
+				"DFLOCKD_GC_MAX_UNUSED_TIME is deprecated and ignored because DFLOCKD_GC_MAX_IDLE_S is set",
+			},
+		},
+		{
+			name:     "flags win over old names",
+			args:     []string{"--gc-interval=2", "--gc-max-idle=0"},
+			vars:     map[string]string{"DFLOCKD_GC_LOOP_SLEEP": "9", "DFLOCKD_GC_MAX_UNUSED_TIME": "90"},
+			interval: 2 * time.Second, idle: 0,
+			warnings: []string{
+				"DFLOCKD_GC_LOOP_SLEEP is deprecated and ignored because --gc-interval is set",
+				"DFLOCKD_GC_MAX_UNUSED_TIME is deprecated and ignored because --gc-max-idle is set",
+			},
+		},
+		{
+			name:     "an ignored old name is not validated",
+			vars:     map[string]string{"DFLOCKD_GC_LOOP_SLEEP": "junk", "DFLOCKD_GC_INTERVAL_S": "4"},
+			interval: 4 * time.Second, idle: 60 * time.Second,
+			warnings: []string{"DFLOCKD_GC_LOOP_SLEEP is deprecated and ignored"},
+		},
+		{
+			name:     "canonical names alone warn nothing",
+			vars:     map[string]string{"DFLOCKD_GC_INTERVAL_S": "4", "DFLOCKD_GC_MAX_IDLE_S": "5"},
+			interval: 4 * time.Second, idle: 5 * time.Second,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, out := mustLoad(t, tt.args, tt.vars)
+			if cfg.GCInterval != tt.interval || cfg.GCMaxIdle != tt.idle {
+				t.Errorf("GCInterval, GCMaxIdle = %v, %v; want %v, %v", cfg.GCInterval, cfg.GCMaxIdle, tt.interval, tt.idle)
+			}
+			for _, w := range tt.warnings {
+				if !strings.Contains(out, w) {
+					t.Errorf("output %q lacks warning %q", out, w)
+				}
+			}
+			if len(tt.warnings) == 0 && out != "" {
+				t.Errorf("unexpected output %q", out)
+			}
+		})
+	}
+	wantErr(t, nil, map[string]string{"DFLOCKD_GC_LOOP_SLEEP": "0"}, `DFLOCKD_GC_LOOP_SLEEP must be an integer number of seconds in 1..`)
+	wantErr(t, nil, map[string]string{"DFLOCKD_GC_MAX_UNUSED_TIME": "-1"}, `DFLOCKD_GC_MAX_UNUSED_TIME must be an integer number of seconds in 0..`)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigAuthToken(t *testing.T) {
+	fileA := writeFile(t, "a", "  from-flag-file\n")
+	fileB := writeFile(t, "b", "from-env-file\r\n")
+	empty := writeFile(t, "empty", "")
+	blank := writeFile(t, "blank", " \n\t\n")
+	multi := writeFile(t, "multi", "line1\nline2\n")
+	cr := writeFile(t, "cr", "to\rken")
+	missing := filepath.Join(t.TempDir(), "missing")
+	dir := t.TempDir()
+
+	ok := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"none", nil, nil, ""},
+		{"flag beats all", []string{"--auth-token", " flag "}, map[string]string{"DFLOCKD_AUTH_TOKEN": "env", "DFLOCKD_AUTH_TOKEN_FILE": fileB}, "flag"},
+		{"flag beats flag file", []string{"--auth-token-file", fileA, "--auth-token=flag"}, nil, "flag"},
+		{"flag file beats env", []string{"--auth-token-file=" + fileA}, map[string]string{"DFLOCKD_AUTH_TOKEN": "env", "DFLOCKD_AUTH_TOKEN_FILE": fileB}, "from-flag-file"},
+		{"env beats env file", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": "\tenv\n", "DFLOCKD_AUTH_TOKEN_FILE": fileB}, "env"},
+		{"env file last", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": fileB}, "from-env-file"},
+		{"empty env token is unset", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": "", "DFLOCKD_AUTH_TOKEN_FILE": fileB}, "from-env-file"},
+		{"lower sources are not read", []string{"--auth-token=x"}, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": missing}, "x"},
+		{"token with inner space", []string{"--auth-token=a b"}, nil, "a b"},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			if cfg, _ := mustLoad(t, tt.args, tt.vars); cfg.AuthToken != tt.want {
+				t.Errorf("AuthToken = %q, want %q", cfg.AuthToken, tt.want)
+			}
+		})
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want []string
+	}{
+		{"explicit empty flag", []string{"--auth-token="}, nil, []string{"--auth-token is empty"}},
+		{"blank flag", []string{"--auth-token", "   "}, map[string]string{"DFLOCKD_AUTH_TOKEN": "env"}, []string{"--auth-token is empty"}},
+		{"blank env", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": " \t"}, []string{"DFLOCKD_AUTH_TOKEN is empty"}},
+		{"empty flag file", []string{"--auth-token-file", empty}, nil, []string{"--auth-token-file", empty, "is empty"}},
+		{"blank env file", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": blank}, []string{"DFLOCKD_AUTH_TOKEN_FILE", blank, "is empty"}},
+		{"empty file path", []string{"--auth-token-file="}, nil, []string{"--auth-token-file must name a file"}},
+		{"missing flag file", []string{"--auth-token-file", missing}, nil, []string{"--auth-token-file", "cannot read", missing, "no such file"}},
+		{"missing env file", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": missing}, []string{"DFLOCKD_AUTH_TOKEN_FILE", missing}},
+		{"directory", []string{"--auth-token-file", dir}, nil, []string{"--auth-token-file", "cannot read", dir}},
+		{"LF in file", []string{"--auth-token-file", multi}, nil, []string{"--auth-token-file", multi, "line break"}},
+		{"CR in file", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": cr}, []string{"DFLOCKD_AUTH_TOKEN_FILE", "line break"}},
+		{"LF in flag", []string{"--auth-token", "sekrit\nX"}, nil, []string{"--auth-token contains a line break"}},
+		{"CR in env", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": "sekrit\rX"}, []string{"DFLOCKD_AUTH_TOKEN contains a line break"}},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := wantErr(t, tt.args, tt.vars, tt.want...)
+			for _, secret := range []string{"line1", "sekrit", "to\rken"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q echoes the token", msg)
+				}
+			}
+		})
+	}
+}
+
+// unsupported lists, independently of the implementation's table, the
+// dflockd flags whose feature dflockd-ng lacks (spec §E.2).
+var unsupported = []struct{ flag, env string }{
+	{"tls-cert", "DFLOCKD_TLS_CERT"},
+	{"tls-key", "DFLOCKD_TLS_KEY"},
+	{"http-port", "DFLOCKD_HTTP_PORT"},
+	{"http-host", "DFLOCKD_HTTP_HOST"},
+	{"http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S"},
+	{"http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS"},
+	{"http-sse-ping-interval", "DFLOCKD_HTTP_SSE_PING_S"},
+	{"http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP"},
+	{"http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP"},
+	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP"},
+	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST"},
+	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS"},
+	{"max-connections-per-ip", "DFLOCKD_MAX_CONNECTIONS_PER_IP"},
+	{"raft-dir", "DFLOCKD_RAFT_DIR"},
+	{"node-id", "DFLOCKD_NODE_ID"},
+	{"raft-addr", "DFLOCKD_RAFT_ADDR"},
+	{"cluster-peers", "DFLOCKD_CLUSTER_PEERS"},
+	{"advertise-addr", "DFLOCKD_ADVERTISE_ADDR"},
+	{"cluster-bootstrap", "DFLOCKD_CLUSTER_BOOTSTRAP"},
+	{"raft-auth-token", "DFLOCKD_RAFT_AUTH_TOKEN"},
+	{"raft-auth-token-file", "DFLOCKD_RAFT_AUTH_TOKEN_FILE"},
+	{"raft-tls-cert", "DFLOCKD_RAFT_TLS_CERT"},
+	{"raft-tls-key", "DFLOCKD_RAFT_TLS_KEY"},
+	{"raft-tls-ca", "DFLOCKD_RAFT_TLS_CA"},
+	{"admin-token", "DFLOCKD_ADMIN_TOKEN"},
+	{"orphan-ttl", "DFLOCKD_ORPHAN_TTL_S"},
+}
+
+func TestConfigUnsupportedRefused(t *testing.T) {
+	if len(unsupported) != len(unsupportedFlags) {
+		t.Errorf("implementation refuses %d flags, test expects %d", len(unsupportedFlags), len(unsupported))
+	}
+	for _, u := range unsupported {
+		t.Run(u.flag, func(t *testing.T) {
+			// "1" is a live value for every one of them: a port, a cap, a
+			// true boolean, a file or address named "1".
+			wantErr(t, []string{"--" + u.flag + "=1"}, nil, "--"+u.flag+": ", "not supported by dflockd-ng yet")
+			wantErr(t, nil, map[string]string{u.env: "1"}, u.env+": ", "not supported by dflockd-ng yet")
+			// Settings of other flags do not hide the refusal.
+			args := []string{"--port=7000", "-" + u.flag, "1", "--debug"}
+			if u.flag == "cluster-bootstrap" { // a boolean takes no separate value
+				args = []string{"--port=7000", "-" + u.flag, "--debug"}
+			}
+			wantErr(t, args, nil, "--"+u.flag+": ")
+			// Empty leaves the feature off everywhere.
+			mustLoad(t, []string{"--" + u.flag + "="}, map[string]string{u.env: ""})
+		})
+	}
+	wantErr(t, []string{"--tls-cert", "/etc/c.pem"}, nil,
+		"--tls-cert: TLS is not supported by dflockd-ng yet; terminate TLS in a proxy (e.g. stunnel, haproxy) or run without it")
+	wantErr(t, nil, map[string]string{"DFLOCKD_TLS_KEY": "/etc/k.pem"}, "DFLOCKD_TLS_KEY: TLS is not supported")
+	wantErr(t, []string{"--http-port=8080"}, nil, "--http-port: the HTTP API is not supported")
+	wantErr(t, []string{"--raft-dir=/var/raft"}, nil, "--raft-dir: cluster mode is not supported")
+	wantErr(t, []string{"--max-connections-per-ip=5"}, nil, "--max-connections-per-ip: per-IP connection limits are not supported")
+	wantErr(t, []string{"--cluster-bootstrap"}, nil, "--cluster-bootstrap: cluster mode")
+	wantErr(t, nil, map[string]string{"DFLOCKD_CLUSTER_BOOTSTRAP": "yes"}, "DFLOCKD_CLUSTER_BOOTSTRAP: cluster mode")
+	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl: cluster mode")
+	wantErr(t, []string{"--http-session-idle-timeout=0"}, nil, "--http-session-idle-timeout: the HTTP API") // 0 is not "off" here
+	// Secrets are not echoed.
+	msg := wantErr(t, []string{"--admin-token=hunter2"}, map[string]string{"DFLOCKD_RAFT_AUTH_TOKEN": "hunter3"},
+		"--admin-token", "DFLOCKD_RAFT_AUTH_TOKEN")
+	if strings.Contains(msg, "hunter") {
+		t.Errorf("error %q echoes a secret", msg)
+	}
+}
+
+func TestConfigUnsupportedHarmlessValues(t *testing.T) {
+	tests := []struct {
+		args []string
+		vars map[string]string
+	}{
+		{[]string{"--http-port=0"}, nil},
+		{[]string{"--http-port", "0"}, nil},
+		{nil, map[string]string{"DFLOCKD_HTTP_PORT": "0"}},
+		{[]string{"--orphan-ttl", "0"}, nil},
+		{nil, map[string]string{"DFLOCKD_ORPHAN_TTL_S": "0"}},
+		{[]string{"--max-connections-per-ip=0"}, map[string]string{"DFLOCKD_MAX_CONNECTIONS_PER_IP": "0"}},
+		{[]string{"--http-max-sessions=0", "--http-max-sessions-per-ip=0", "--http-max-connections-per-ip=0"}, nil},
+		{[]string{"--http-rate-limit-per-ip=0.0", "--http-rate-limit-burst=0"}, nil},
+		{[]string{"--cluster-bootstrap=false"}, map[string]string{"DFLOCKD_CLUSTER_BOOTSTRAP": "no"}},
+		{[]string{"--tls-cert=", "--tls-key="}, map[string]string{"DFLOCKD_TLS_CERT": "", "DFLOCKD_RAFT_DIR": ""}},
+	}
+	for _, tt := range tests {
+		cfg, _ := mustLoad(t, tt.args, tt.vars)
+		if cfg != DefaultConfig() {
+			t.Errorf("%q %v: got %+v, want defaults", tt.args, tt.vars, cfg)
+		}
+	}
+}
+
+func TestConfigNoAutoReleaseAlias(t *testing.T) {
+	tests := []struct {
+		args []string
+		vars map[string]string
+		want bool
+	}{
+		{[]string{"--no-auto-release-on-disconnect"}, nil, false},
+		{[]string{"-no-auto-release-on-disconnect"}, nil, false},
+		{[]string{"--no-auto-release-on-disconnect"}, map[string]string{"DFLOCKD_AUTO_RELEASE_ON_DISCONNECT": "true"}, false},
+		{[]string{"--no-auto-release-on-disconnect=false"}, map[string]string{"DFLOCKD_AUTO_RELEASE_ON_DISCONNECT": "false"}, true},
+		{[]string{"--no-auto-release-on-disconnect", "--auto-release-on-disconnect=false"}, nil, false},
+		{nil, map[string]string{"DFLOCKD_AUTO_RELEASE_ON_DISCONNECT": "0"}, false},
+	}
+	for _, tt := range tests {
+		if cfg, _ := mustLoad(t, tt.args, tt.vars); cfg.AutoReleaseOnDisconnect != tt.want {
+			t.Errorf("%q %v: AutoReleaseOnDisconnect = %v, want %v", tt.args, tt.vars, cfg.AutoReleaseOnDisconnect, tt.want)
+		}
+	}
+	wantErr(t, []string{"--auto-release-on-disconnect", "--no-auto-release-on-disconnect"}, nil,
+		"--no-auto-release-on-disconnect contradicts --auto-release-on-disconnect=true")
+	wantErr(t, []string{"--no-auto-release-on-disconnect=maybe"}, nil, "--no-auto-release-on-disconnect must be a boolean")
+}
+
+func TestConfigCompat(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		vars map[string]string
+	}{
+		{[]string{"--compat=v2"}, nil},
+		{[]string{"--compat", "V2"}, nil},
+		{nil, map[string]string{"DFLOCKD_COMPAT": "v2"}},
+	} {
+		if cfg, _ := mustLoad(t, tt.args, tt.vars); cfg.Compat != "v2" {
+			t.Errorf("%q %v: Compat = %q, want v2", tt.args, tt.vars, cfg.Compat)
+		}
+	}
+	wantErr(t, []string{"--compat=rf"}, nil, "--compat=rf: the rf (redis-feats) profile is not implemented in dflockd-ng yet", "--compat=v2")
+	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "rf"}, "DFLOCKD_COMPAT=rf: the rf (redis-feats) profile is not implemented")
+	wantErr(t, []string{"--compat=bogus"}, nil, `--compat must be v2`, `got "bogus"`)
+	wantErr(t, []string{"--compat="}, nil, `--compat must be v2`)
+	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "v1"}, `DFLOCKD_COMPAT must be v2`, `got "v1"`)
+}
+
+func TestConfigHelpAndVersion(t *testing.T) {
+	badEnv := map[string]string{"DFLOCKD_PORT": "abc", "DFLOCKD_TLS_CERT": "/c.pem"}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"--h"}, {"--port=1", "--help"}} {
+		cfg, out := mustLoad(t, args, badEnv) // help works whatever the environment
+		if !cfg.ShowHelp || cfg.ShowVersion {
+			t.Errorf("%q: ShowHelp, ShowVersion = %v, %v; want true, false", args, cfg.ShowHelp, cfg.ShowVersion)
+		}
+		if !strings.HasPrefix(out, "Usage: dflockd [flags]\n") {
+			t.Errorf("%q: help text starts %.40q", args, out)
+		}
+	}
+	cfg, out := mustLoad(t, []string{"--version"}, badEnv)
+	if !cfg.ShowVersion || cfg.ShowHelp || out != "" {
+		t.Errorf("--version: ShowVersion=%v ShowHelp=%v output=%q", cfg.ShowVersion, cfg.ShowHelp, out)
+	}
+	cfg, _ = mustLoad(t, []string{"--help=false", "--version=false"}, nil)
+	if cfg != DefaultConfig() {
+		t.Errorf("--help=false --version=false: got %+v, want defaults", cfg)
+	}
+	// Flag errors still come first.
+	wantErr(t, []string{"--help", "--bogus"}, nil, "-bogus")
+}
+
+func TestConfigHelpText(t *testing.T) {
+	var out bytes.Buffer
+	writeUsage(&out)
+	lines := strings.Split(out.String(), "\n")
+	// row finds the table line of a flag; its columns are flag (+ placeholder), env, default.
+	row := func(flag string) []string {
+		for _, l := range lines {
+			f := strings.Fields(l)
+			if len(f) > 0 && f[0] == flag {
+				return f
+			}
+		}
+		t.Errorf("help has no line for %s:\n%s", flag, out.String())
+		return nil
+	}
+	tests := []struct{ flag, env, def string }{
+		{"--host", "DFLOCKD_HOST", "127.0.0.1"},
+		{"--port", "DFLOCKD_PORT", "6388"},
+		{"--default-lease-ttl", "DFLOCKD_DEFAULT_LEASE_TTL_S", "33"},
+		{"--lease-sweep-interval", "DFLOCKD_LEASE_SWEEP_INTERVAL_S", "1"},
+		{"--gc-interval", "DFLOCKD_GC_INTERVAL_S", "5"},
+		{"--gc-max-idle", "DFLOCKD_GC_MAX_IDLE_S", "60"},
+		{"--read-timeout", "DFLOCKD_READ_TIMEOUT_S", "23"},
+		{"--write-timeout", "DFLOCKD_WRITE_TIMEOUT_S", "5"},
+		{"--shutdown-timeout", "DFLOCKD_SHUTDOWN_TIMEOUT_S", "30"},
+		{"--max-locks", "DFLOCKD_MAX_LOCKS", "1024"},
+		{"--max-connections", "DFLOCKD_MAX_CONNECTIONS", "0"},
+		{"--max-waiters", "DFLOCKD_MAX_WAITERS", "0"},
+		{"--max-keys", "DFLOCKD_MAX_KEYS", "0"},
+		{"--max-list-length", "DFLOCKD_MAX_LIST_LENGTH", "0"},
+		{"--max-subscriptions", "DFLOCKD_MAX_SUBSCRIPTIONS", "0"},
+		{"--auto-release-on-disconnect", "DFLOCKD_AUTO_RELEASE_ON_DISCONNECT", "true"},
+		{"--no-auto-release-on-disconnect", "-", "-"},
+		{"--fence-state-file", "DFLOCKD_FENCE_STATE_FILE", "unset"},
+		{"--compat", "DFLOCKD_COMPAT", "v2"},
+		{"--loops", "DFLOCKD_LOOPS", "0"},
+		{"--debug", "DFLOCKD_DEBUG", "false"},
+		{"--auth-token", "DFLOCKD_AUTH_TOKEN", "unset"},
+		{"--auth-token-file", "DFLOCKD_AUTH_TOKEN_FILE", "unset"},
+		{"--version", "-", "-"},
+	}
+	for _, tt := range tests {
+		f := row(tt.flag)
+		if f == nil {
+			continue
+		}
+		i := 1
+		if i < len(f) && strings.ToUpper(f[i]) == f[i] && !strings.HasPrefix(f[i], "DFLOCKD_") && f[i] != "-" {
+			i++ // skip the value placeholder
+		}
+		if len(f) < i+2 || f[i] != tt.env || f[i+1] != tt.def {
+			t.Errorf("help line for %s = %q, want env %s and default %s", tt.flag, f, tt.env, tt.def)
+		}
+	}
+	for _, u := range unsupported {
+		if f := row("--" + u.flag); f != nil && !strings.Contains(strings.Join(f, " "), u.env) {
+			t.Errorf("help line for --%s lacks %s", u.flag, u.env)
+		}
+	}
+	if row("-h,") == nil {
+		t.Errorf("help lacks -h")
+	}
+	for _, l := range lines {
+		if strings.TrimRight(l, " ") != l {
+			t.Errorf("help line has trailing space: %q", l)
+		}
+	}
+}

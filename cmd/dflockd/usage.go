@@ -1,0 +1,149 @@
+package main
+
+// The --help text, generated from the same tables that LoadConfig parses
+// with, so names, variables and defaults shown are the ones in force. The
+// README flag table mirrors this output.
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const usageHeader = `Usage: dflockd [flags]
+
+dflockd-ng: a lock server compatible with dflockd v2.
+
+Flags are written -flag or --flag, with the value as --flag=value or --flag value;
+booleans as --flag or --flag=false. Durations are whole seconds. A flag on the
+command line beats its environment variable, which beats the default; an empty
+variable counts as unset. Invalid values stop startup.
+`
+
+const usageUnsupportedTitle = "Not supported yet (recognised; any other value stops startup)"
+
+// usageRow is one line of the flag table.
+type usageRow struct {
+	flag, env, def, usage string
+}
+
+// writeUsage prints the help text to w.
+func writeUsage(w io.Writer) {
+	type group struct {
+		title string
+		rows  []usageRow
+	}
+	var groups []group
+	defaults := DefaultConfig()
+	for _, g := range settingGroups {
+		var rows []usageRow
+		for _, s := range g.settings {
+			rows = append(rows, usageRow{
+				flag:  flagColumn(s.flag, s.arg),
+				env:   orDash(s.env),
+				def:   s.defaultText(&defaults),
+				usage: s.usage,
+			})
+		}
+		groups = append(groups, group{g.title, rows})
+	}
+	var rows []usageRow
+	for _, u := range unsupportedFlags {
+		rows = append(rows, usageRow{
+			flag:  flagColumn(u.flag, u.arg),
+			env:   u.env,
+			def:   "unset",
+			usage: u.feature() + "; accepted only " + u.accepted(),
+		})
+	}
+	groups = append(groups, group{usageUnsupportedTitle, rows})
+
+	header := usageRow{"FLAG", "ENVIRONMENT", "DEFAULT", "DESCRIPTION"}
+	wf, we, wd := len(header.flag), len(header.env), len(header.def)
+	for _, g := range groups {
+		for _, r := range g.rows {
+			wf, we, wd = max(wf, len(r.flag)), max(we, len(r.env)), max(wd, len(r.def))
+		}
+	}
+	line := func(r usageRow) string {
+		return strings.TrimRight(fmt.Sprintf("  %-*s  %-*s  %-*s  %s", wf, r.flag, we, r.env, wd, r.def, r.usage), " ")
+	}
+
+	var b strings.Builder
+	b.WriteString(usageHeader)
+	b.WriteString("\n" + line(header) + "\n")
+	for _, g := range groups {
+		b.WriteString("\n" + g.title + ":\n")
+		for _, r := range g.rows {
+			b.WriteString(line(r) + "\n")
+		}
+	}
+	io.WriteString(w, b.String())
+}
+
+func flagColumn(name, arg string) string {
+	col := "--" + name
+	if name == flagHelp {
+		col = "-h, --help"
+	}
+	if arg != "" {
+		col += " " + arg
+	}
+	return col
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// defaultText renders the default of s as the operator would write it.
+func (s *setting) defaultText(defaults *Config) string {
+	if s.def != "" {
+		return s.def
+	}
+	switch p := s.field(defaults).(type) {
+	case *string:
+		if *p == "" {
+			return "unset"
+		}
+		return *p
+	case *int:
+		return strconv.Itoa(*p)
+	case *time.Duration:
+		return strconv.FormatInt(int64(*p/time.Second), 10)
+	case *bool:
+		return strconv.FormatBool(*p)
+	}
+	return "-"
+}
+
+// feature names the missing feature in the help table.
+func (u *unsupportedFlag) feature() string {
+	switch u.reason {
+	case reasonTLS:
+		return "TLS"
+	case reasonHTTP:
+		return "HTTP API"
+	case reasonPerIP:
+		return "per-IP limit"
+	case reasonCluster:
+		return "cluster mode"
+	}
+	return "not supported"
+}
+
+// accepted describes the harmless values of u (see unsupportedFlag).
+func (u *unsupportedFlag) accepted() string {
+	switch u.off {
+	case "0":
+		return "empty or 0"
+	case "false":
+		return "empty or false"
+	}
+	return "empty"
+}

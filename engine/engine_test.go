@@ -1,0 +1,420 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// recorder is a Notifier that keeps deliveries per session.
+type recorder struct {
+	mu  sync.Mutex
+	got map[*Session][]Result
+}
+
+func (r *recorder) Deliver(s *Session, res Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.got == nil {
+		r.got = map[*Session][]Result{}
+	}
+	r.got[s] = append(r.got[s], res)
+}
+
+// take returns and clears the deliveries for s.
+func (r *recorder) take(s *Session) []Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.got[s]
+	delete(r.got, s)
+	return out
+}
+
+// countSalt is a deterministic SaltSource.
+type countSalt struct{ n uint64 }
+
+func (c *countSalt) Next() uint64 { c.n++; return c.n }
+
+type harness struct {
+	t     *testing.T
+	clock *timerwheel.FakeClock
+	rec   *recorder
+	eng   *Engine
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: timerwheel.NewFakeClock(1000), rec: &recorder{}}
+	cfg.Clock = h.clock
+	if cfg.NewSalt == nil {
+		cfg.NewSalt = func() SaltSource { return &countSalt{} }
+	}
+	h.eng = New(cfg, h.rec)
+	return h
+}
+
+func (h *harness) session() *Session { return h.eng.NewSession(nil) }
+
+// do runs one request given in wire form ("l key 10 5").
+func (h *harness) do(s *Session, cmd, key, arg string) Result {
+	h.t.Helper()
+	req, err := parse.Parse(parse.Frame{Cmd: []byte(cmd), Key: []byte(key), Arg: []byte(arg)})
+	if err != nil {
+		h.t.Fatalf("%s %s %s: parse: %v", cmd, key, arg, err)
+	}
+	return h.eng.Do(s, &req)
+}
+
+// advance moves the fake clock and fires due timers.
+func (h *harness) advance(d time.Duration) {
+	h.clock.Add(timerwheel.Tick(d.Milliseconds()))
+	h.eng.Expire()
+}
+
+func tok(r Result) string {
+	var b [32]byte
+	return string(r.Token.Append(b[:0]))
+}
+
+func wantStatus(t *testing.T, r Result, want parse.Status) {
+	t.Helper()
+	if r.Blocked || r.Status != want {
+		t.Fatalf("got %+v, want status %v", r, want)
+	}
+}
+
+func wantGrant(t *testing.T, r Result, lease int64) string {
+	t.Helper()
+	if r.Blocked || r.Status != parse.StatusOK || r.Kind != KindGrant || r.Lease != lease {
+		t.Fatalf("got %+v, want grant with lease %d", r, lease)
+	}
+	return tok(r)
+}
+
+func wantBlocked(t *testing.T, r Result) {
+	t.Helper()
+	if !r.Blocked {
+		t.Fatalf("got %+v, want blocked", r)
+	}
+}
+
+func (h *harness) wantDelivered(s *Session, want parse.Status) Result {
+	h.t.Helper()
+	got := h.rec.take(s)
+	if len(got) != 1 || got[0].Status != want {
+		h.t.Fatalf("deliveries %+v, want one %v", got, want)
+	}
+	return got[0]
+}
+
+func (h *harness) wantNothing(s *Session) {
+	h.t.Helper()
+	if got := h.rec.take(s); len(got) != 0 {
+		h.t.Fatalf("unexpected deliveries %+v", got)
+	}
+}
+
+func TestGrantReleaseAndTokens(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.session()
+	t1 := wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
+	wantStatus(t, h.do(a, "r", "k", t1), parse.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", t1), parse.StatusError)
+	t2 := wantGrant(t, h.do(a, "l", "k", "0"), 33)
+	if t1 == t2 || t2 <= t1 {
+		t.Fatalf("tokens must increase for one key: %s then %s", t1, t2)
+	}
+}
+
+func TestFIFOHandOff(t *testing.T) {
+	h := newHarness(t, Config{})
+	holder := h.session()
+	tk := wantGrant(t, h.do(holder, "l", "k", "0 30"), 30)
+	var waiters []*Session
+	for i := 0; i < 6; i++ {
+		w := h.session()
+		wantBlocked(t, h.do(w, "l", "k", fmt.Sprintf("10 %d", 20+i)))
+		waiters = append(waiters, w)
+	}
+	// A try-lock never jumps the queue.
+	wantStatus(t, h.do(h.session(), "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(holder, "r", "k", tk), parse.StatusOK)
+	for i, w := range waiters {
+		g := h.wantDelivered(w, parse.StatusOK)
+		if g.Lease != int64(20+i) {
+			t.Fatalf("waiter %d got lease %d", i, g.Lease)
+		}
+		for _, later := range waiters[i+1:] {
+			h.wantNothing(later)
+		}
+		wantStatus(t, h.do(w, "r", "k", tok(g)), parse.StatusOK)
+	}
+}
+
+func TestTryLockAndNotReentrant(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.session()
+	wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
+	wantStatus(t, h.do(a, "l", "k", "0"), parse.StatusTimeout)
+	wantBlocked(t, h.do(a, "l", "k", "1"))
+	h.advance(999 * time.Millisecond)
+	h.wantNothing(a)
+	h.advance(time.Millisecond)
+	h.wantDelivered(a, parse.StatusTimeout)
+}
+
+func TestLeaseExpiryHandsOver(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	ta := wantGrant(t, h.do(a, "l", "k", "0 1"), 1)
+	wantBlocked(t, h.do(b, "l", "k", "6 10"))
+	h.advance(999 * time.Millisecond)
+	h.wantNothing(b)
+	h.advance(time.Millisecond)
+	g := h.wantDelivered(b, parse.StatusOK)
+	wantStatus(t, h.do(a, "n", "k", ta), parse.StatusError)
+	wantStatus(t, h.do(a, "r", "k", ta), parse.StatusError)
+	wantStatus(t, h.do(b, "r", "k", tok(g)), parse.StatusOK)
+}
+
+func TestExpiredLeaseEvictedWithoutDriver(t *testing.T) {
+	// The clock passes the deadline but no timer has fired: requests must
+	// still see the lease as gone.
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	ta := wantGrant(t, h.do(a, "l", "k", "0 1"), 1)
+	tb := wantGrant(t, h.do(a, "l", "k2", "0 1"), 1)
+	h.clock.Add(1300)
+	wantStatus(t, h.do(a, "n", "k", ta), parse.StatusError)
+	wantGrant(t, h.do(b, "l", "k", "0 5"), 5)
+	r := h.do(b, "e", "k2", "5")
+	if r.Status != parse.StatusAcquired {
+		t.Fatalf("e on expired key: %+v", r)
+	}
+	wantStatus(t, h.do(a, "r", "k2", tb), parse.StatusError)
+}
+
+func TestRenew(t *testing.T) {
+	h := newHarness(t, Config{DefaultLease: 7 * time.Second})
+	a := h.session()
+	tk := wantGrant(t, h.do(a, "l", "k", "0 3"), 3)
+	h.advance(2 * time.Second)
+	r := h.do(a, "n", "k", tk+" 3")
+	if r.Kind != KindRenew || r.Lease != 3 {
+		t.Fatalf("renew: %+v", r)
+	}
+	h.advance(2 * time.Second) // 4 s after grant, 2 s after renew
+	wantStatus(t, h.do(h.session(), "l", "k", "0"), parse.StatusTimeout)
+	if r := h.do(a, "n", "k", tk); r.Lease != 7 {
+		t.Fatalf("renew without ttl uses the server default: %+v", r)
+	}
+	wantStatus(t, h.do(a, "n", "k", "0123456789abcdef0123456789abcdef"), parse.StatusError)
+	wantStatus(t, h.do(a, "n", "other", tk), parse.StatusError)
+}
+
+func TestReleaseByAnotherSession(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	tk := wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
+	wantStatus(t, h.do(b, "r", "k", tk), parse.StatusOK)
+	wantStatus(t, h.do(a, "n", "k", tk), parse.StatusError)
+}
+
+func TestSemaphore(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c := h.session(), h.session(), h.session()
+	ta := wantGrant(t, h.do(a, "sl", "s", "0 2 10"), 10)
+	wantGrant(t, h.do(b, "sl", "s", "0 2 10"), 10)
+	wantStatus(t, h.do(c, "sl", "s", "0 2 10"), parse.StatusTimeout)
+	wantStatus(t, h.do(c, "sl", "s", "0 3 10"), parse.StatusErrorLimitMismatch)
+	wantStatus(t, h.do(c, "se", "s", "4"), parse.StatusErrorLimitMismatch)
+	wantBlocked(t, h.do(c, "sl", "s", "10 2 10"))
+	// Namespaces are separate in v2: a semaphore token is no lock token.
+	wantStatus(t, h.do(a, "r", "s", ta), parse.StatusError)
+	wantGrant(t, h.do(a, "l", "s", "0 10"), 10)
+	wantStatus(t, h.do(a, "sr", "s", ta), parse.StatusOK)
+	h.wantDelivered(c, parse.StatusOK)
+}
+
+func TestTwoPhase(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+
+	r := h.do(a, "e", "k", "10")
+	if r.Status != parse.StatusAcquired || r.Kind != KindGrant || r.Lease != 10 {
+		t.Fatalf("fast path: %+v", r)
+	}
+	ta := tok(r)
+	wantStatus(t, h.do(a, "e", "k", ""), parse.StatusErrorAlreadyEnqueued)
+	wantStatus(t, h.do(b, "w", "k", "1"), parse.StatusErrorNotEnqueued)
+	wantStatus(t, h.do(b, "e", "k", "10"), parse.StatusQueued)
+	if g := h.do(a, "w", "k", "5"); tok(g) != ta || g.Lease != 10 {
+		t.Fatalf("w after fast path: %+v", g)
+	}
+	wantStatus(t, h.do(a, "w", "k", "5"), parse.StatusErrorNotEnqueued) // consumed
+
+	// Queued, then granted before w: w answers at once.
+	wantStatus(t, h.do(a, "r", "k", ta), parse.StatusOK)
+	h.wantNothing(b) // not parked: nothing delivered
+	g := h.do(b, "w", "k", "5")
+	if g.Status != parse.StatusOK || g.Kind != KindGrant {
+		t.Fatalf("w after queued grant: %+v", g)
+	}
+
+	// Queued and still waiting: w parks until release.
+	wantStatus(t, h.do(a, "e", "k", "10"), parse.StatusQueued)
+	wantBlocked(t, h.do(a, "w", "k", "5"))
+	wantStatus(t, h.do(b, "r", "k", tok(g)), parse.StatusOK)
+	h.wantDelivered(a, parse.StatusOK)
+}
+
+func TestTwoPhaseWaitTimeoutConsumesState(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	tk := wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
+	wantStatus(t, h.do(b, "e", "k", ""), parse.StatusQueued)
+	wantBlocked(t, h.do(b, "w", "k", "1"))
+	h.advance(time.Second)
+	h.wantDelivered(b, parse.StatusTimeout)
+	wantStatus(t, h.do(b, "w", "k", "1"), parse.StatusErrorNotEnqueued)
+	// The timed-out waiter left the queue: release leaves the key free.
+	wantStatus(t, h.do(a, "r", "k", tk), parse.StatusOK)
+	wantGrant(t, h.do(h.session(), "l", "k", "0 5"), 5)
+	wantStatus(t, h.do(b, "w", "k", "0"), parse.StatusErrorNotEnqueued)
+}
+
+func TestTwoPhaseLapsedGrant(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.session()
+	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+		t.Fatalf("%+v", r)
+	}
+	h.advance(1500 * time.Millisecond) // the driver evicts the holder
+	wantStatus(t, h.do(a, "w", "k", "5"), parse.StatusErrorLeaseExpired)
+	// Second e after a lapse: fresh acquire (spec §I.2 O2).
+	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+		t.Fatalf("%+v", r)
+	}
+	h.advance(1500 * time.Millisecond)
+	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+		t.Fatalf("e after lapse: %+v", r)
+	}
+}
+
+func TestEnqueueThenReleaseClearsState(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.session()
+	r := h.do(a, "e", "k", "10")
+	wantStatus(t, h.do(a, "r", "k", tok(r)), parse.StatusOK)
+	wantStatus(t, h.do(a, "w", "k", "1"), parse.StatusErrorNotEnqueued)
+	if r := h.do(a, "e", "k", "10"); r.Status != parse.StatusAcquired {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestDisconnectCleanup(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c, d := h.session(), h.session(), h.session(), h.session()
+	wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
+	wantGrant(t, h.do(a, "l", "k2", "0 30"), 30)
+	wantGrant(t, h.do(a, "sl", "s", "0 2 30"), 30)
+	wantBlocked(t, h.do(b, "l", "k", "10"))
+	wantStatus(t, h.do(c, "e", "k", ""), parse.StatusQueued)
+	wantBlocked(t, h.do(d, "l", "k", "10"))
+	h.eng.Close(b) // waiter leaves
+	h.eng.Close(c) // enqueued leaves
+	h.eng.Close(a) // holder: the next live waiter gets it
+	h.wantNothing(b)
+	h.wantNothing(c)
+	h.wantDelivered(d, parse.StatusOK)
+	e := h.session()
+	wantGrant(t, h.do(e, "l", "k2", "0 5"), 5)
+	wantGrant(t, h.do(e, "sl", "s", "0 2 5"), 5)
+	wantGrant(t, h.do(e, "sl", "s", "0 2 5"), 5)
+}
+
+func TestKeepOnDisconnect(t *testing.T) {
+	h := newHarness(t, Config{KeepOnDisconnect: true})
+	a, b, c := h.session(), h.session(), h.session()
+	wantGrant(t, h.do(a, "l", "k", "0 2"), 2)
+	tb := wantGrant(t, h.do(b, "l", "k2", "0 30"), 30)
+	wantBlocked(t, h.do(a, "l", "k2", "10"))
+	h.eng.Close(a)
+	// The held lock survives the disconnect until its lease ends ...
+	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
+	// ... but the waiter does not (spec §I.7).
+	wantStatus(t, h.do(b, "r", "k2", tb), parse.StatusOK)
+	h.wantNothing(a)
+	wantGrant(t, h.do(c, "l", "k2", "0 5"), 5)
+	h.advance(2 * time.Second)
+	wantGrant(t, h.do(c, "l", "k", "0 5"), 5)
+}
+
+func TestMaxLocksAndWaiters(t *testing.T) {
+	h := newHarness(t, Config{MaxLocks: 2, MaxWaiters: 1})
+	a := h.session()
+	ta := wantGrant(t, h.do(a, "l", "a", "0"), 33)
+	wantGrant(t, h.do(a, "sl", "b", "0 2"), 33)
+	wantStatus(t, h.do(a, "l", "c", "0"), parse.StatusErrorMaxLocks)
+	wantStatus(t, h.do(a, "e", "c", ""), parse.StatusErrorMaxLocks)
+	// Existing keys still work at the cap.
+	wantBlocked(t, h.do(h.session(), "l", "a", "10"))
+	wantStatus(t, h.do(h.session(), "l", "a", "10"), parse.StatusErrorMaxWaiters)
+	wantStatus(t, h.do(h.session(), "l", "a", "0"), parse.StatusErrorMaxWaiters)
+	wantStatus(t, h.do(a, "r", "a", ta), parse.StatusOK)
+}
+
+func TestIdleGC(t *testing.T) {
+	h := newHarness(t, Config{MaxLocks: 1, GCMaxIdle: time.Second})
+	a := h.session()
+	tk := wantGrant(t, h.do(a, "sl", "s", "0 2 10"), 10)
+	h.advance(5 * time.Second)
+	h.eng.GC()
+	if h.eng.Keys() != 1 {
+		t.Fatalf("a held key was collected")
+	}
+	wantStatus(t, h.do(a, "sr", "s", tk), parse.StatusOK)
+	h.advance(999 * time.Millisecond)
+	h.eng.GC()
+	if h.eng.Keys() != 1 {
+		t.Fatalf("collected before gc-max-idle")
+	}
+	h.advance(time.Millisecond)
+	h.eng.GC()
+	if h.eng.Keys() != 0 {
+		t.Fatalf("idle key not collected")
+	}
+	// The limit is forgotten with the key.
+	wantGrant(t, h.do(a, "sl", "s", "0 3 10"), 10)
+}
+
+func TestDrainCancelsParked(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	wantGrant(t, h.do(a, "l", "k", "0"), 33)
+	wantBlocked(t, h.do(b, "l", "k", "10"))
+	h.eng.Drain()
+	h.wantDelivered(b, parse.StatusError)
+	h.advance(20 * time.Second)
+	h.wantNothing(b)
+}
+
+// brokenFences fails like an allocator whose persistence broke (spec §C.3).
+type brokenFences struct{}
+
+func (brokenFences) Next() (uint64, error) { return 0, fmt.Errorf("fence: persist failed") }
+
+func TestFenceFailureAnswersError(t *testing.T) {
+	h := newHarness(t, Config{Fences: brokenFences{}})
+	a := h.session()
+	wantStatus(t, h.do(a, "l", "k", "0"), parse.StatusError)
+	wantStatus(t, h.do(a, "e", "k", ""), parse.StatusError)
+	wantStatus(t, h.do(a, "sl", "s", "5 2"), parse.StatusError)
+	if h.eng.Keys() != 2 {
+		t.Fatalf("keys %d", h.eng.Keys())
+	}
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// acquire serves l and sl: a grant on the fast path, an immediate timeout
+// for a try-lock (timeout 0), or a parked waiter.
+func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, timeoutMs, leaseMs int64) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	r, res := sh.admitLocked(ns, key, limit, now)
+	if r == nil {
+		return res
+	}
+	if r.queue.n == 0 && r.holders.n < r.limit {
+		sl := sh.newSlotLocked(r, sess)
+		sl.lease = leaseMs
+		res := sh.grantLocked(sl, now)
+		if res.Status == parse.StatusOK {
+			sess.record(sl)
+		}
+		sh.touchLocked(r, now)
+		return res
+	}
+	if r.queue.n >= e.cfg.MaxWaiters {
+		return status(parse.StatusErrorMaxWaiters)
+	}
+	if timeoutMs == 0 {
+		return status(parse.StatusTimeout)
+	}
+	sl := sh.newSlotLocked(r, sess)
+	sl.lease = leaseMs
+	sl.state = slotWaiting
+	sl.blocked = true
+	r.queue.pushBack(sl)
+	sh.armLocked(sl, now+timerwheel.Tick(timeoutMs))
+	sess.record(sl)
+	sh.touchLocked(r, now)
+	return Result{Blocked: true}
+}
+
+// admitLocked finds or creates the resource for an acquire or enqueue and
+// checks its limit. It evicts holders whose lease has run out even if the
+// driver has not fired yet, so the answer never depends on timer latency.
+// A nil resource comes with the error Result to return.
+func (sh *shard) admitLocked(ns namespace, key []byte, limit int, now timerwheel.Tick) (*resource, Result) {
+	r := sh.lookupLocked(ns, key)
+	if r == nil {
+		if r = sh.createLocked(ns, key, limit, now); r == nil {
+			return nil, status(parse.StatusErrorMaxLocks)
+		}
+		return r, Result{}
+	}
+	if r.limit != limit {
+		return nil, status(parse.StatusErrorLimitMismatch)
+	}
+	if r.holders.n >= r.limit {
+		sh.evictExpiredLocked(r, now)
+	}
+	return r, Result{}
+}
+
+// evictExpiredLocked removes holders whose lease deadline has passed.
+func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Tick) {
+	for sl := r.holders.head; sl != nil; {
+		next := sl.next
+		if sl.timer.Deadline() <= now {
+			sh.expireHolderLocked(sl, now)
+		}
+		sl = next
+	}
+}
+
+// grantLocked makes sl a holder: fence, token, lease timer. On a fence
+// failure (persistence broken, spec §C.3) the slot is freed and the Result
+// is a plain error.
+func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
+	f, err := sh.eng.cfg.Fences.Next()
+	if err != nil {
+		sh.freeSlotLocked(sl)
+		return status(parse.StatusError)
+	}
+	sl.token = fence.Token{Fence: f, Salt: sh.salt.Next()}
+	sl.state = slotHolding
+	sl.res.holders.pushBack(sl)
+	sh.armLocked(sl, now+timerwheel.Tick(sl.lease))
+	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
+}
+
+// handOffLocked grants freed capacity to the queue head(s) in FIFO order.
+// A parked session gets its grant delivered; a two-phase waiter that has
+// not called w yet simply becomes a holder, and w will find it so.
+func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
+	for r.queue.n > 0 && r.holders.n < r.limit {
+		sl := r.queue.head
+		r.queue.remove(sl)
+		sess, blocked := sl.sess, sl.blocked
+		sl.blocked = false
+		res := sh.grantLocked(sl, now)
+		if blocked {
+			sh.eng.notify.Deliver(sess, res)
+		}
+	}
+	sh.touchLocked(r, now)
+}
+
+// releaseHolderLocked drops a holder and hands its capacity on.
+func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Tick) {
+	r := sl.res
+	r.holders.remove(sl)
+	sh.freeSlotLocked(sl)
+	sh.handOffLocked(r, now)
+}
+
+// expireHolderLocked ends a lease. A two-phase grant nobody has observed
+// yet lapses instead of being freed, so its w can report the loss.
+func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Tick) {
+	if !sl.twoPhase {
+		sh.releaseHolderLocked(sl, now)
+		return
+	}
+	r := sl.res
+	r.holders.remove(sl)
+	sh.wheel.Cancel(&sl.timer)
+	sl.state = slotLapsed
+	sh.handOffLocked(r, now)
+}
+
+// timeoutWaiterLocked ends a wait whose timeout fired.
+func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Tick) {
+	r := sl.res
+	sess, blocked := sl.sess, sl.blocked
+	r.queue.remove(sl)
+	sh.freeSlotLocked(sl)
+	sh.touchLocked(r, now)
+	if blocked {
+		sh.eng.notify.Deliver(sess, status(parse.StatusTimeout))
+	}
+}
+
+// holderLocked finds the live holder of token text tok on key, evicting it
+// first if its lease has run out (then it reports nil: an expired lease is
+// never renewed or released, spec §B.1).
+func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Tick) *slot {
+	t, ok := fence.ParseToken(tok)
+	if !ok {
+		return nil
+	}
+	r := sh.lookupLocked(ns, key)
+	if r == nil {
+		return nil
+	}
+	sl := r.holders.findToken(t)
+	if sl == nil {
+		return nil
+	}
+	if sl.timer.Deadline() <= now {
+		sh.expireHolderLocked(sl, now)
+		return nil
+	}
+	return sl
+}
+
+// release serves r and sr.
+func (e *Engine) release(ns namespace, key, tok []byte) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	sl := sh.holderLocked(ns, key, tok, now)
+	if sl == nil {
+		return status(parse.StatusError)
+	}
+	sh.releaseHolderLocked(sl, now)
+	return status(parse.StatusOK)
+}
+
+// renew serves n and sn: the lease restarts at now+ttl and the reply echoes
+// the ttl (spec §B.0).
+func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	sl := sh.holderLocked(ns, key, tok, now)
+	if sl == nil {
+		return status(parse.StatusError)
+	}
+	sl.lease = leaseMs
+	sh.armLocked(sl, now+timerwheel.Tick(leaseMs))
+	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: sl.token, Lease: leaseMs / 1000}
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"math"
+	"sync"
+
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// namespace separates locks from semaphores: v2 keeps them apart, so the
+// same name can be both (spec §B.2, §I.6).
+type namespace uint8
+
+const (
+	nsLock namespace = iota
+	nsSem
+	numNamespaces
+)
+
+// resource is a lock or semaphore key with its holders and FIFO queue.
+type resource struct {
+	key     string
+	ns      namespace
+	limit   int
+	holders slotList
+	queue   slotList
+	// idleSince is when the resource last became idle; an idle resource
+	// sits on its shard's idle list in that order, for GC.
+	idleSince          timerwheel.Tick
+	idlePrev, idleNext *resource
+	onIdleList         bool
+}
+
+func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
+
+// shard owns a slice of the keyspace. Everything below mu is guarded by it.
+type shard struct {
+	mu    sync.Mutex // guards every field below except eng and index
+	eng   *Engine
+	index int
+	res   [numNamespaces]map[string]*resource
+	wheel *timerwheel.Wheel
+	// published is the earliest deadline this shard has told the driver
+	// about; only an earlier one needs a Notify.
+	published timerwheel.Tick
+	idleHead  *resource
+	idleTail  *resource
+	free      *slot // singly linked through next
+	salt      SaltSource
+	_         [64]byte // keep neighbouring shards' mutexes off one cache line
+}
+
+func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
+	s.eng = e
+	s.index = i
+	for n := range s.res {
+		s.res[n] = make(map[string]*resource)
+	}
+	s.wheel = timerwheel.New(now)
+	s.published = math.MaxInt64
+	s.salt = e.cfg.NewSalt()
+}
+
+func (s *shard) lock()   { s.mu.Lock() }
+func (s *shard) unlock() { s.mu.Unlock() }
+
+// lookupLocked finds a resource without allocating.
+func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
+	return s.res[ns][string(key)]
+}
+
+// createLocked adds a resource, or returns nil when --max-locks is reached.
+func (s *shard) createLocked(ns namespace, key []byte, limit int, now timerwheel.Tick) *resource {
+	e := s.eng
+	if e.keys.Add(1) > int64(e.cfg.MaxLocks) {
+		e.keys.Add(-1)
+		return nil
+	}
+	r := &resource{key: string(key), ns: ns, limit: limit}
+	s.res[ns][r.key] = r
+	s.markIdleLocked(r, now) // becomes active at once; keeps the list logic in one place
+	return r
+}
+
+// markIdleLocked puts an idle resource at the tail of the idle list.
+func (s *shard) markIdleLocked(r *resource, now timerwheel.Tick) {
+	if r.onIdleList {
+		s.unlinkIdleLocked(r)
+	}
+	r.idleSince = now
+	r.onIdleList = true
+	r.idlePrev, r.idleNext = s.idleTail, nil
+	if s.idleTail != nil {
+		s.idleTail.idleNext = r
+	} else {
+		s.idleHead = r
+	}
+	s.idleTail = r
+}
+
+func (s *shard) unlinkIdleLocked(r *resource) {
+	if r.idlePrev != nil {
+		r.idlePrev.idleNext = r.idleNext
+	} else {
+		s.idleHead = r.idleNext
+	}
+	if r.idleNext != nil {
+		r.idleNext.idlePrev = r.idlePrev
+	} else {
+		s.idleTail = r.idlePrev
+	}
+	r.idlePrev, r.idleNext = nil, nil
+	r.onIdleList = false
+}
+
+// touchLocked records activity: the resource leaves the idle list while it
+// has holders or waiters, and rejoins it (as the newest) once idle again.
+func (s *shard) touchLocked(r *resource, now timerwheel.Tick) {
+	if r.idle() {
+		s.markIdleLocked(r, now)
+	} else if r.onIdleList {
+		s.unlinkIdleLocked(r)
+	}
+}
+
+// gcLocked prunes resources idle for at least maxIdle ms.
+func (s *shard) gcLocked(now timerwheel.Tick, maxIdle int64) {
+	for r := s.idleHead; r != nil && now-r.idleSince >= timerwheel.Tick(maxIdle); r = s.idleHead {
+		s.unlinkIdleLocked(r)
+		delete(s.res[r.ns], r.key)
+		s.eng.keys.Add(-1)
+	}
+}
+
+// newSlotLocked takes a slot from the free list.
+func (s *shard) newSlotLocked(r *resource, sess *Session) *slot {
+	sl := s.free
+	if sl != nil {
+		s.free = sl.next
+		sl.next = nil
+	} else {
+		sl = &slot{sh: s}
+		sl.timer.Owner = sl
+	}
+	sl.res, sl.sess = r, sess
+	return sl
+}
+
+// freeSlotLocked returns a slot to the free list and invalidates records of it.
+func (s *shard) freeSlotLocked(sl *slot) {
+	s.wheel.Cancel(&sl.timer)
+	sl.gen.Add(1)
+	sl.state = slotFree
+	sl.res, sl.sess = nil, nil
+	sl.twoPhase, sl.blocked = false, false
+	sl.prev = nil
+	sl.next = s.free
+	s.free = sl
+}
+
+// armLocked (re)starts a slot's timer and tells the driver if this is now
+// the shard's earliest deadline.
+func (s *shard) armLocked(sl *slot, deadline timerwheel.Tick) {
+	s.wheel.Reset(&sl.timer, deadline)
+	if deadline < s.published {
+		s.published = deadline
+		s.eng.driver.Notify(s.index, deadline)
+	}
+}
+
+// Expire implements timerwheel.Target; the driver calls it when a deadline
+// this shard published has come.
+func (s *shard) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
+	s.lock()
+	defer s.unlock()
+	more := s.wheel.Advance(now, expireBudget, s.fireLocked)
+	if more {
+		s.published = now
+		return now, true
+	}
+	next, ok := s.wheel.NextDeadline()
+	if !ok {
+		s.published = math.MaxInt64
+		return 0, false
+	}
+	s.published = next
+	return next, true
+}
+
+// fireLocked handles a due timer: a waiter's timeout or a holder's lease.
+func (s *shard) fireLocked(n *timerwheel.Node) {
+	sl := n.Owner.(*slot)
+	now := s.wheel.Now()
+	switch sl.state {
+	case slotWaiting:
+		s.timeoutWaiterLocked(sl, now)
+	case slotHolding:
+		s.expireHolderLocked(sl, now)
+	}
+}

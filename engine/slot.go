@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// slotState is where a slot is in its life.
+type slotState uint8
+
+const (
+	slotFree    slotState = iota // on the shard's free list
+	slotWaiting                  // queued on a resource
+	slotHolding                  // one of a resource's holders
+	// slotLapsed: a two-phase grant whose lease ran out before the client's
+	// w observed it. It left the holder list (capacity was handed on) but is
+	// kept so that w can answer error_lease_expired (spec §I.2 O1).
+	slotLapsed
+)
+
+// slot is one client's claim on a resource: first a waiter, then (same
+// object) a holder. Keeping one object across the transition means the
+// session's record of it stays valid for disconnect cleanup, whichever
+// goroutine granted it.
+type slot struct {
+	sh    *shard
+	res   *resource
+	sess  *Session
+	state slotState
+	// twoPhase: created by e/se and not yet observed by w/sw.
+	twoPhase bool
+	// blocked: the session is parked on this slot (l, sl, w, sw) and
+	// expects exactly one delivery: grant, timeout or error.
+	blocked bool
+	lease   int64 // lease TTL in ms, fixed at acquire time
+	token   fence.Token
+	// timer is the acquire/wait timeout while waiting and the lease while
+	// holding; one node suffices because the two never overlap.
+	timer      timerwheel.Node
+	prev, next *slot
+	// gen changes every time the slot is freed, so a session's stale record
+	// of a recycled slot is recognisable. Written under the shard lock,
+	// read without it only to compact a session's records.
+	gen atomic.Uint32
+}
+
+// slotList is an intrusive doubly-linked FIFO of slots.
+type slotList struct {
+	head, tail *slot
+	n          int
+}
+
+func (l *slotList) pushBack(s *slot) {
+	s.prev, s.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = s
+	} else {
+		l.head = s
+	}
+	l.tail = s
+	l.n++
+}
+
+func (l *slotList) remove(s *slot) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		l.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		l.tail = s.prev
+	}
+	s.prev, s.next = nil, nil
+	l.n--
+}
+
+// findToken returns the slot holding token t, or nil.
+func (l *slotList) findToken(t fence.Token) *slot {
+	for s := l.head; s != nil; s = s.next {
+		if s.token == t {
+			return s
+		}
+	}
+	return nil
+}

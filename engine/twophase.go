@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// enqueue serves e and se (two-phase acquire, phase 1). The enqueue state
+// belongs to the (session, key) pair: only this session's w can finish it.
+func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, leaseMs int64) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	if sl := sess.enqueued(ns, key); sl != nil {
+		if sl.state == slotHolding && sl.timer.Deadline() <= now {
+			sh.expireHolderLocked(sl, now)
+		}
+		if sl.state != slotLapsed {
+			return status(parse.StatusErrorAlreadyEnqueued)
+		}
+		// The fast-path grant lapsed unobserved: like dflockd after its
+		// sweep, a new e starts afresh (spec §I.2 O2).
+		sess.forgetEnqueued(ns, key)
+		sh.freeSlotLocked(sl)
+	}
+	r, res := sh.admitLocked(ns, key, limit, now)
+	if r == nil {
+		return res
+	}
+	if r.queue.n == 0 && r.holders.n < r.limit {
+		sl := sh.newSlotLocked(r, sess)
+		sl.lease = leaseMs
+		res := sh.grantLocked(sl, now)
+		if res.Status != parse.StatusOK {
+			return res
+		}
+		sl.twoPhase = true
+		sess.record(sl)
+		sess.rememberEnqueued(ns, r.key, sl)
+		sh.touchLocked(r, now)
+		res.Status = parse.StatusAcquired
+		return res
+	}
+	if r.queue.n >= e.cfg.MaxWaiters {
+		return status(parse.StatusErrorMaxWaiters)
+	}
+	sl := sh.newSlotLocked(r, sess)
+	sl.lease = leaseMs
+	sl.state = slotWaiting
+	sl.twoPhase = true
+	r.queue.pushBack(sl)
+	sess.record(sl)
+	sess.rememberEnqueued(ns, r.key, sl)
+	sh.touchLocked(r, now)
+	return status(parse.StatusQueued)
+}
+
+// wait serves w and sw (phase 2). It consumes the enqueue state whatever
+// the outcome: after a timeout the client must e again (spec §B.1.5).
+func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	sl := sess.enqueued(ns, key)
+	if sl == nil {
+		return status(parse.StatusErrorNotEnqueued)
+	}
+	sess.forgetEnqueued(ns, key)
+	now := e.clock.Now()
+	switch sl.state {
+	case slotLapsed:
+		sh.freeSlotLocked(sl)
+		return status(parse.StatusErrorLeaseExpired)
+	case slotHolding:
+		if sl.timer.Deadline() <= now {
+			// Lease ran out before the driver fired: same answer as lapsed.
+			sh.expireHolderLocked(sl, now)
+			sh.freeSlotLocked(sl)
+			return status(parse.StatusErrorLeaseExpired)
+		}
+		// Observing the grant restarts its lease (every dflockd version).
+		sl.twoPhase = false
+		sh.armLocked(sl, now+timerwheel.Tick(sl.lease))
+		sh.touchLocked(sl.res, now)
+		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
+	}
+	// Still queued.
+	sl.twoPhase = false
+	if timeoutMs == 0 {
+		sh.timeoutWaiterLocked(sl, now)
+		return status(parse.StatusTimeout)
+	}
+	sl.blocked = true
+	sh.armLocked(sl, now+timerwheel.Tick(timeoutMs))
+	sh.touchLocked(sl.res, now)
+	return Result{Blocked: true}
+}

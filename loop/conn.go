@@ -1,0 +1,232 @@
+package loop
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// conn is one client connection; every field is confined to its loop.
+type conn struct {
+	c    gnet.Conn
+	lp   *loopState
+	srv  *Server
+	sess *engine.Session
+
+	authed bool
+	// blocked: a request is parked in the engine; input is left unparsed
+	// until its one delivery arrives.
+	blocked bool
+	// discarding: an over-long line is being drained up to its LF, after
+	// which the connection answers error and closes (spec §A.5 code 12).
+	discarding bool
+	// closing: the connection only waits to be closed (auth cool-down).
+	closing   bool
+	closed    bool
+	stableRef bool
+
+	// deadline is when the connection must have completed its next line;
+	// partialLines is how many lines of an unfinished frame had arrived.
+	deadline     timerwheel.Tick
+	partialLines int
+	timer        timerwheel.Node
+}
+
+// onTraffic parses and executes every complete frame in the inbound
+// buffer, writes all replies with one Write, and leaves a partial frame
+// (or everything behind a parked request) buffered.
+func (cs *conn) onTraffic() gnet.Action {
+	c := cs.c
+	switch {
+	case cs.closing:
+		_, _ = c.Discard(-1)
+		return gnet.None
+	case cs.discarding:
+		return cs.drainLongLine()
+	case cs.blocked:
+		if c.InboundBuffered() > maxBlockedInput {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	buf, _ := c.Peek(-1)
+	out := cs.lp.out[:0]
+	off, frames := 0, 0
+	action := gnet.None
+	for !cs.blocked && !cs.closing {
+		f, n, err := parse.Next(buf[off:])
+		if err != nil {
+			if errors.Is(err, parse.ErrLineTooLong) {
+				off += n
+				cs.discarding = true
+			}
+			break
+		}
+		off += n
+		frames++
+		var stop bool
+		out, stop = cs.exec(out, f)
+		if stop {
+			action = gnet.Close
+			break
+		}
+	}
+	if !cs.discarding && !cs.blocked && action == gnet.None {
+		cs.noteProgress(buf[off:], frames)
+	}
+	if off > 0 {
+		// gnet's Discard treats n <= 0 as "everything".
+		_, _ = c.Discard(off)
+	}
+	if len(out) > 0 {
+		_, _ = c.Write(out)
+	}
+	cs.lp.out = out[:0]
+	if cs.discarding && action == gnet.None {
+		return cs.drainLongLine()
+	}
+	return action
+}
+
+// noteProgress moves the read deadline when a frame completed or a new
+// line of a partial frame arrived: the deadline is per line (spec §A.4).
+func (cs *conn) noteProgress(partial []byte, frames int) {
+	lines := 0
+	if len(partial) > 0 {
+		lines = parse.CompleteLines(partial)
+	}
+	if frames > 0 || lines != cs.partialLines {
+		cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
+	}
+	cs.partialLines = lines
+}
+
+// drainLongLine discards input through the LF that ends an over-long
+// line, then answers error and closes.
+func (cs *conn) drainLongLine() gnet.Action {
+	c := cs.c
+	buf, _ := c.Peek(-1)
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		if len(buf) > 0 {
+			_, _ = c.Discard(len(buf))
+		}
+		return gnet.None
+	}
+	_, _ = c.Discard(i + 1)
+	cs.discarding = false
+	_, _ = c.Write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
+	return gnet.Close
+}
+
+// exec runs one frame and appends its reply (if any yet). stop asks the
+// caller to close the connection after writing.
+func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
+	req, err := parse.Parse(f)
+	if !cs.authed {
+		return cs.authenticate(out, &req, err), false
+	}
+	if cs.srv.draining.Load() {
+		return parse.AppendStatus(out, parse.StatusErrorDraining), true
+	}
+	if err != nil {
+		return parse.AppendStatus(out, parse.StatusError), false
+	}
+	switch req.Op {
+	case parse.OpPing, parse.OpBarrier:
+		return parse.AppendStatus(out, parse.StatusOK), false
+	case parse.OpAuth:
+		// Already authenticated, or no token configured (spec §B.13).
+		return parse.AppendStatus(out, parse.StatusError), false
+	case parse.OpStableRef:
+		if cs.stableRef {
+			return parse.AppendStatus(out, parse.StatusError), false
+		}
+		cs.stableRef = true
+		return parse.AppendStatus(out, parse.StatusOK), false
+	case parse.OpStats:
+		out = append(out, "ok "...)
+		out = cs.srv.eng.AppendStats(out, cs.srv.Connections())
+		return append(out, '\n'), false
+	}
+	r := cs.srv.eng.Do(cs.sess, &req)
+	if r.Blocked {
+		cs.blocked = true
+		return out, false
+	}
+	return appendResult(out, r), false
+}
+
+// authenticate handles the first request when a token is configured:
+// anything but the right auth gets error_auth and, after a cool-down that
+// slows guessing, a close.
+func (cs *conn) authenticate(out []byte, req *parse.Request, err error) []byte {
+	want := cs.srv.cfg.AuthToken
+	match := subtle.ConstantTimeCompare(req.Token, []byte(want)) == 1
+	if err == nil && req.Op == parse.OpAuth && match {
+		cs.authed = true
+		return parse.AppendStatus(out, parse.StatusOK)
+	}
+	cs.closing = true
+	cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(authCooldown.Milliseconds())
+	cs.lp.rt.arm(cs, cs.deadline)
+	return parse.AppendStatus(out, parse.StatusErrorAuth)
+}
+
+// appendResult encodes an engine result as its reply line.
+func appendResult(out []byte, r engine.Result) []byte {
+	switch r.Kind {
+	case engine.KindGrant:
+		var tok [32]byte
+		return parse.AppendGrant(out, r.Status, r.Token.Append(tok[:0]), r.Lease, r.Token.Fence, false)
+	case engine.KindRenew:
+		return parse.AppendRenew(out, r.Lease, r.Token.Fence, false)
+	}
+	return parse.AppendStatus(out, r.Status)
+}
+
+// deliver writes the late reply of a parked request and resumes parsing
+// whatever was pipelined behind it.
+func (cs *conn) deliver(r engine.Result) {
+	if cs.closed {
+		return
+	}
+	out := appendResult(cs.lp.out[:0], r)
+	_, _ = cs.c.Write(out)
+	cs.lp.out = out[:0]
+	cs.blocked = false
+	cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
+	if cs.c.InboundBuffered() > 0 {
+		// gnet calls OnTraffic again only for new bytes; Wake makes it
+		// parse the pipelined tail now.
+		_ = cs.c.Wake(nil)
+	}
+}
+
+// checkDeadline runs when the connection's timer fired: close it if its
+// deadline really passed, or re-arm for the deadline it has now.
+func (cs *conn) checkDeadline() {
+	if cs.closed {
+		return
+	}
+	now := cs.srv.clock.Now()
+	switch {
+	case cs.closing:
+		_ = cs.c.Close()
+	case cs.blocked:
+		// A parked request is not reading: the per-line deadline starts
+		// again when it returns.
+		cs.lp.rt.arm(cs, now+timerwheel.Tick(cs.srv.rtMs))
+	case cs.deadline > now:
+		cs.lp.rt.arm(cs, cs.deadline)
+	default:
+		_, _ = cs.c.Write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
+		_ = cs.c.Close()
+	}
+}

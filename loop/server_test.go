@@ -1,0 +1,200 @@
+package loop
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// One server per configuration for the whole package: gnet's Stop polls
+// every 500 ms, so per-test servers would make the suite slow.
+var (
+	plain    *testServer // no auth
+	authed   *testServer // --auth-token
+	keySeq   atomic.Int64
+	testAuth = "s3cret-token"
+)
+
+type testServer struct {
+	addr string
+	srv  *Server
+	eng  *engine.Engine
+	done chan error
+}
+
+func startServer(cfg Config, ecfg engine.Config) (*testServer, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ready := make(chan struct{})
+	cfg.Addr = "tcp://" + addr
+	cfg.Loops = 2 // consecutive connections land on different loops
+	cfg.Ready = ready
+	clock := timerwheel.NewMonoClock()
+	srv := New(cfg, clock)
+	ecfg.Clock = clock
+	eng := engine.New(ecfg, srv)
+	srv.Attach(eng)
+	eng.Start()
+	ts := &testServer{addr: addr, srv: srv, eng: eng, done: make(chan error, 1)}
+	go func() { ts.done <- srv.Serve() }()
+	select {
+	case <-ready:
+		return ts, nil
+	case err := <-ts.done:
+		return nil, fmt.Errorf("serve: %v", err)
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("server did not start")
+	}
+}
+
+func (ts *testServer) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = ts.srv.Shutdown(ctx)
+	<-ts.done
+	ts.eng.Stop()
+}
+
+func TestMain(m *testing.M) {
+	var err error
+	plain, err = startServer(Config{ReadTimeout: 3 * time.Second}, engine.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	authed, err = startServer(Config{AuthToken: testAuth}, engine.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	plain.stop()
+	authed.stop()
+	os.Exit(code)
+}
+
+// key returns a key no other test uses.
+func key(name string) string { return fmt.Sprintf("%s-%d", name, keySeq.Add(1)) }
+
+type client struct {
+	t  *testing.T
+	c  net.Conn
+	rd *bufio.Reader
+}
+
+func dial(t *testing.T, ts *testServer) *client {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, c: c, rd: bufio.NewReader(c)}
+}
+
+func (c *client) send(cmd, key, arg string) {
+	c.t.Helper()
+	c.raw(cmd + "\n" + key + "\n" + arg + "\n")
+}
+
+func (c *client) raw(s string) {
+	c.t.Helper()
+	if _, err := c.c.Write([]byte(s)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// line reads one reply line within d.
+func (c *client) line(d time.Duration) (string, error) {
+	c.c.SetReadDeadline(time.Now().Add(d))
+	s, err := c.rd.ReadString('\n')
+	return strings.TrimSuffix(s, "\n"), err
+}
+
+func (c *client) expect(want string) string {
+	c.t.Helper()
+	got, err := c.line(5 * time.Second)
+	if err != nil {
+		c.t.Fatalf("waiting for %q: %v", want, err)
+	}
+	if !match(got, want) {
+		c.t.Fatalf("got %q, want %q", got, want)
+	}
+	return got
+}
+
+// do sends one request and checks the reply against want, where "T"
+// stands for a 32-hex token; it returns the reply's fields.
+func (c *client) do(cmd, key, arg, want string) []string {
+	c.t.Helper()
+	c.send(cmd, key, arg)
+	return strings.Fields(c.expect(want))
+}
+
+// match compares a reply with a pattern in which the word T matches any
+// token and * any single word.
+func match(got, want string) bool {
+	g, w := strings.Split(got, " "), strings.Split(want, " ")
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range w {
+		switch w[i] {
+		case "T":
+			if !isToken(g[i]) {
+				return false
+			}
+		case "*":
+		default:
+			if g[i] != w[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isToken(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// silent asserts that no reply arrives within d.
+func (c *client) silent(d time.Duration) {
+	c.t.Helper()
+	if got, err := c.line(d); err == nil {
+		c.t.Fatalf("unexpected reply %q", got)
+	}
+}
+
+// closed asserts that the server closed the connection.
+func (c *client) closed() {
+	c.t.Helper()
+	got, err := c.line(5 * time.Second)
+	if err == nil {
+		c.t.Fatalf("expected close, got %q", got)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		c.t.Fatalf("connection still open")
+	}
+}

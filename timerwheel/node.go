@@ -1,0 +1,31 @@
+package timerwheel
+
+// Node is one timer, embedded by value in the record it times out (lease
+// holder, waiter, KV entry...), so arming it allocates nothing. The zero
+// value is a valid unarmed node.
+//
+// A Node is armed in at most one Wheel at a time, and Cancel or Reset must be
+// called on that Wheel. Moving or copying an armed Node corrupts the wheel.
+type Node struct {
+	// Owner is set by the embedding code, typically once, to find the
+	// record again in the fire callback. The wheel never touches it.
+	Owner any
+	// Kind is free for the owner's use; the wheel never reads it.
+	Kind uint8
+
+	armed bool
+	// where is the list holding the node: a level slot or one of the
+	// wheel's special lists. Cancel needs it to fix the list head and the
+	// occupancy bit in O(1).
+	where      uint16
+	prev, next *Node
+	deadline   Tick
+}
+
+// Armed reports whether the node is in a wheel. It is false inside the fire
+// callback: the wheel disarms a node before firing it.
+func (n *Node) Armed() bool { return n.armed }
+
+// Deadline is the deadline of the node's last Add or Reset; after firing it
+// still reports the deadline it fired for.
+func (n *Node) Deadline() Tick { return n.deadline }
