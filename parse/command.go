@@ -6,17 +6,17 @@ import "errors"
 type Op uint8
 
 const (
-	OpUnknown Op = iota
-	OpLock       // l: acquire a lock, blocking up to a timeout
-	OpRelease    // r
-	OpRenew      // n
-	OpEnqueue    // e: two-phase acquire, phase 1
-	OpWait       // w: two-phase acquire, phase 2
-	OpSemLock    // sl
-	OpSemRelease // sr
-	OpSemRenew   // sn
-	OpSemEnqueue // se
-	OpSemWait    // sw
+	OpUnknown    Op = iota
+	OpLock          // l: acquire a lock, blocking up to a timeout
+	OpRelease       // r
+	OpRenew         // n
+	OpEnqueue       // e: two-phase acquire, phase 1
+	OpWait          // w: two-phase acquire, phase 2
+	OpSemLock       // sl
+	OpSemRelease    // sr
+	OpSemRenew      // sn
+	OpSemEnqueue    // se
+	OpSemWait       // sw
 	OpAuth
 	OpPing
 	OpStats
