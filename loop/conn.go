@@ -12,6 +12,11 @@ import (
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
+// replyBudget bounds the replies one OnTraffic produces for a connection,
+// so a client pipelining thousands of expensive requests (stats) cannot
+// hold its loop, and the reply scratch stays small.
+const replyBudget = 64 << 10
+
 // conn is one client connection; every field is confined to its loop.
 type conn struct {
 	c    gnet.Conn
@@ -35,7 +40,11 @@ type conn struct {
 	// partialLines is how many lines of an unfinished frame had arrived.
 	deadline     timerwheel.Tick
 	partialLines int
-	timer        timerwheel.Node
+	// writeDeadline is set while replies sit unsent because the peer does
+	// not read: past it the connection is closed (--write-timeout, spec
+	// §D.3). Zero when the outbound buffer is empty or the limit is off.
+	writeDeadline timerwheel.Tick
+	timer         timerwheel.Node
 }
 
 // onTraffic parses and executes every complete frame in the inbound
@@ -59,7 +68,12 @@ func (cs *conn) onTraffic() gnet.Action {
 	out := cs.lp.out[:0]
 	off, frames := 0, 0
 	action := gnet.None
+	more := false
 	for !cs.blocked && !cs.closing {
+		if len(out) >= replyBudget {
+			more = true
+			break
+		}
 		f, n, err := parse.Next(buf[off:])
 		if err != nil {
 			if errors.Is(err, parse.ErrLineTooLong) {
@@ -77,7 +91,7 @@ func (cs *conn) onTraffic() gnet.Action {
 			break
 		}
 	}
-	if !cs.discarding && !cs.blocked && action == gnet.None {
+	if !cs.discarding && !cs.blocked && !cs.closing && action == gnet.None {
 		cs.noteProgress(buf[off:], frames)
 	}
 	if off > 0 {
@@ -85,11 +99,15 @@ func (cs *conn) onTraffic() gnet.Action {
 		_, _ = c.Discard(off)
 	}
 	if len(out) > 0 {
-		_, _ = c.Write(out)
+		cs.write(out)
 	}
 	cs.lp.out = out[:0]
 	if cs.discarding && action == gnet.None {
 		return cs.drainLongLine()
+	}
+	if more && action == gnet.None {
+		// Let the loop serve other connections, then continue here.
+		_ = c.Wake(nil)
 	}
 	return action
 }
@@ -198,7 +216,7 @@ func (cs *conn) deliver(r engine.Result) {
 		return
 	}
 	out := appendResult(cs.lp.out[:0], r)
-	_, _ = cs.c.Write(out)
+	cs.write(out)
 	cs.lp.out = out[:0]
 	cs.blocked = false
 	cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
@@ -209,24 +227,50 @@ func (cs *conn) deliver(r engine.Result) {
 	}
 }
 
-// checkDeadline runs when the connection's timer fired: close it if its
-// deadline really passed, or re-arm for the deadline it has now.
+// write sends replies. gnet writes at once and keeps what the socket does
+// not take; when that happens the write deadline starts.
+func (cs *conn) write(b []byte) {
+	_, _ = cs.c.Write(b)
+	if cs.writeDeadline == 0 && cs.srv.wtMs > 0 && cs.c.OutboundBuffered() > 0 {
+		cs.writeDeadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.wtMs)
+		cs.lp.rt.arm(cs, min(cs.writeDeadline, cs.deadline))
+	}
+}
+
+// checkDeadline runs when the connection's timer fired: close it if a
+// deadline really passed, or re-arm for the earliest one it has now.
 func (cs *conn) checkDeadline() {
 	if cs.closed {
 		return
 	}
 	now := cs.srv.clock.Now()
+	if cs.writeDeadline != 0 {
+		switch {
+		case cs.c.OutboundBuffered() == 0:
+			cs.writeDeadline = 0
+		case now >= cs.writeDeadline:
+			_ = cs.c.Close()
+			return
+		}
+	}
+	next := cs.deadline
 	switch {
 	case cs.closing:
-		_ = cs.c.Close()
+		if now >= cs.deadline {
+			_ = cs.c.Close()
+			return
+		}
 	case cs.blocked:
 		// A parked request is not reading: the per-line deadline starts
 		// again when it returns.
-		cs.lp.rt.arm(cs, now+timerwheel.Tick(cs.srv.rtMs))
-	case cs.deadline > now:
-		cs.lp.rt.arm(cs, cs.deadline)
-	default:
-		_, _ = cs.c.Write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
+		next = now + timerwheel.Tick(cs.srv.rtMs)
+	case cs.deadline <= now:
+		cs.write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
 		_ = cs.c.Close()
+		return
 	}
+	if cs.writeDeadline != 0 {
+		next = min(next, cs.writeDeadline)
+	}
+	cs.lp.rt.arm(cs, next)
 }

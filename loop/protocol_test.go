@@ -2,6 +2,7 @@ package loop
 
 import (
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -226,4 +227,33 @@ func TestFrameSplitAcrossWrites(t *testing.T) {
 	}
 	c.raw("\n")
 	c.expect("ok T 5")
+}
+
+func TestWriteTimeoutClosesNonReader(t *testing.T) {
+	// Make stats replies large, ask for far more of them than the socket
+	// buffers hold, and stop reading: the server must give up on this
+	// connection after --write-timeout (1 s here) rather than buffer
+	// replies for it forever.
+	c := dial(t, plain)
+	for i := 0; i < 300; i++ {
+		c.do("l", key("wt"), "0 60", "ok T 60")
+	}
+	const asked = 5000 // ~100 MB of replies
+	c.raw(strings.Repeat("stats\n_\n_\n", asked))
+	time.Sleep(3 * time.Second) // the peer not reading is the scenario
+	replies := 0
+	c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		if _, err := c.rd.ReadString('\n'); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("connection still open after %d replies", replies)
+			}
+			break
+		}
+		replies++
+	}
+	if replies >= asked {
+		t.Fatalf("all %d replies arrived: the connection was not closed early", replies)
+	}
+	t.Logf("closed after %d of %d replies", replies, asked)
 }

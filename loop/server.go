@@ -29,6 +29,7 @@ type Config struct {
 	Addr            string        // "tcp://127.0.0.1:6388"
 	Loops           int           // event loops; default runtime.NumCPU()
 	ReadTimeout     time.Duration // per-line read deadline; default 23 s
+	WriteTimeout    time.Duration // unsent replies older than this close the connection; 0 = off
 	MaxConnections  int           // 0 = unlimited
 	AuthToken       string        // "" = no auth handshake
 	GCInterval      time.Duration // idle-key GC period; default 5 s
@@ -55,7 +56,8 @@ type Server struct {
 	loopList []*loopState // fixed after OnBoot's first OnOpen... see loopFor
 	conns    atomic.Int64
 	draining atomic.Bool
-	rtMs     int64
+	rtMs     int64 // read timeout in ms
+	wtMs     int64 // write timeout in ms, 0 = off
 }
 
 // New prepares a server; the engine must have been built with the
@@ -77,7 +79,7 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds()}
+	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
 	return s
 }

@@ -70,7 +70,8 @@ func (ts *testServer) stop() {
 
 func TestMain(m *testing.M) {
 	var err error
-	plain, err = startServer(Config{ReadTimeout: 3 * time.Second}, engine.Config{})
+	plain, err = startServer(Config{ReadTimeout: 3 * time.Second, WriteTimeout: time.Second},
+		engine.Config{MaxLocks: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -67,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Addr:            "tcp://" + addr,
 		Loops:           loops,
 		ReadTimeout:     cfg.ReadTimeout,
+		WriteTimeout:    cfg.WriteTimeout,
 		MaxConnections:  cfg.MaxConnections,
 		AuthToken:       cfg.AuthToken,
 		GCInterval:      cfg.GCInterval,

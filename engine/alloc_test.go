@@ -1,0 +1,37 @@
+//go:build !race
+
+package engine
+
+import (
+	"testing"
+
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+// The uncontended acquire/release of an existing key must not allocate:
+// slots come from shard free lists, lookups use m[string(b)], and results
+// are returned by value.
+func TestAcquireReleaseDoesNotAllocate(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.session()
+	key := []byte("alloc-key")
+	lock := parse.Request{Op: parse.OpLock, Key: key, Timeout: 0, Lease: 10}
+	rel := parse.Request{Op: parse.OpRelease, Key: key}
+	var tok [32]byte
+	cycle := func() {
+		r := h.eng.Do(s, &lock)
+		if r.Status != parse.StatusOK {
+			t.Fatalf("lock: %+v", r)
+		}
+		rel.Token = r.Token.Append(tok[:0])
+		if r := h.eng.Do(s, &rel); r.Status != parse.StatusOK {
+			t.Fatalf("release: %+v", r)
+		}
+	}
+	for i := 0; i < 100; i++ { // create the key, warm the free list and claims
+		cycle()
+	}
+	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+		t.Fatalf("acquire+release allocates %.1f times per cycle", n)
+	}
+}
