@@ -209,8 +209,8 @@ func (w *Wheel) NextDeadline() (Tick, bool) {
 	if !ok {
 		return 0, false
 	}
-	if level == numLevels && w.overMin > at {
-		at = w.overMin
+	if level == numLevels {
+		return w.overMin, true // tighter than the block start
 	}
 	return at, true
 }
@@ -236,13 +236,11 @@ func (w *Wheel) nextEvent() (level, slot int, at Tick, ok bool) {
 	if w.heads[listOverflow] == nil {
 		return 0, 0, 0, false
 	}
-	// Overflow nodes lie in later top-level blocks than now's, so now's
-	// block is not the last and the addition cannot overflow.
-	at = w.overMin &^ (1<<horizonBits - 1)
-	if next := (w.now | (1<<horizonBits - 1)) + 1; at < next {
-		at = next
-	}
-	return numLevels, 0, at, true
+	// Jump straight to the top-level block of the earliest overflow
+	// deadline. overMin stays in a later block than now's even when stale
+	// (Cancel leaves it): Advance cannot pass that block's start without
+	// re-filing the overflow, which recomputes it.
+	return numLevels, 0, w.overMin &^ (1<<horizonBits - 1), true
 }
 
 // drain fires the nodes of list idx until it is empty (true) or the budget
@@ -317,7 +315,7 @@ func (w *Wheel) file(n *Node) {
 }
 
 func (w *Wheel) pushPast(n *Node, idx int) {
-	if (w.heads[listDue] == nil && w.heads[listDeferred] == nil) {
+	if (w.heads[listDue] == nil && w.heads[listDeferred] == nil) || n.deadline < w.pastMin {
 		w.pastMin = n.deadline
 	}
 	w.push(n, idx)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package timerwheel
+
+const raceEnabled = false
