@@ -17,7 +17,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, tim
 	if r == nil {
 		return res
 	}
-	if r.queue.n == 0 && r.holders.n < r.limit {
+	if r.queue.n == 0 && r.holders.n < int(r.limit) {
 		sl := sh.newSlotLocked(r, sess)
 		sl.lease = leaseMs
 		res := sh.grantLocked(sl, now)
@@ -56,10 +56,10 @@ func (sh *shard) admitLocked(ns namespace, key []byte, limit int, now timerwheel
 		}
 		return r, Result{}
 	}
-	if r.limit != limit {
+	if int(r.limit) != limit {
 		return nil, status(parse.StatusErrorLimitMismatch)
 	}
-	if r.holders.n >= r.limit {
+	if r.holders.n >= int(r.limit) {
 		sh.evictExpiredLocked(r, now)
 	}
 	return r, Result{}
@@ -96,7 +96,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
 func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
-	for r.queue.n > 0 && r.holders.n < r.limit {
+	for r.queue.n > 0 && r.holders.n < int(r.limit) {
 		sl := r.queue.head
 		r.queue.remove(sl)
 		sess, blocked := sl.sess, sl.blocked

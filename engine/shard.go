@@ -18,17 +18,17 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
+// Fields are ordered to keep it in the 80-byte size class: there is one per
+// live key, so its size is most of the memory a held lock costs.
 type resource struct {
 	key     string
-	ns      namespace
-	limit   int
 	holders slotList
 	queue   slotList
-	// idleSince is when the resource last became idle; an idle resource
-	// sits on its shard's idle list in that order, for GC.
-	idleSince          timerwheel.Tick
-	idlePrev, idleNext *resource
-	onIdleList         bool
+	// lastActive is the last acquire, enqueue, wait, renew or release that
+	// touched the key (a wrong token does not count, spec §D.6).
+	lastActive timerwheel.Tick
+	limit      int32
+	ns         namespace
 }
 
 func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
@@ -43,8 +43,6 @@ type shard struct {
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
 	published timerwheel.Tick
-	idleHead  *resource
-	idleTail  *resource
 	free      *slot // singly linked through next
 	salt      SaltSource
 	_         [64]byte // keep neighbouring shards' mutexes off one cache line
@@ -76,59 +74,25 @@ func (s *shard) createLocked(ns namespace, key []byte, limit int, now timerwheel
 		e.keys.Add(-1)
 		return nil
 	}
-	r := &resource{key: string(key), ns: ns, limit: limit}
+	r := &resource{key: string(key), ns: ns, limit: int32(limit), lastActive: now}
 	s.res[ns][r.key] = r
-	s.markIdleLocked(r, now) // becomes active at once; keeps the list logic in one place
 	return r
 }
 
-// markIdleLocked puts an idle resource at the tail of the idle list.
-func (s *shard) markIdleLocked(r *resource, now timerwheel.Tick) {
-	if r.onIdleList {
-		s.unlinkIdleLocked(r)
-	}
-	r.idleSince = now
-	r.onIdleList = true
-	r.idlePrev, r.idleNext = s.idleTail, nil
-	if s.idleTail != nil {
-		s.idleTail.idleNext = r
-	} else {
-		s.idleHead = r
-	}
-	s.idleTail = r
-}
+// touchLocked records activity on r, which postpones its GC.
+func (s *shard) touchLocked(r *resource, now timerwheel.Tick) { r.lastActive = now }
 
-func (s *shard) unlinkIdleLocked(r *resource) {
-	if r.idlePrev != nil {
-		r.idlePrev.idleNext = r.idleNext
-	} else {
-		s.idleHead = r.idleNext
-	}
-	if r.idleNext != nil {
-		r.idleNext.idlePrev = r.idlePrev
-	} else {
-		s.idleTail = r.idlePrev
-	}
-	r.idlePrev, r.idleNext = nil, nil
-	r.onIdleList = false
-}
-
-// touchLocked records activity: the resource leaves the idle list while it
-// has holders or waiters, and rejoins it (as the newest) once idle again.
-func (s *shard) touchLocked(r *resource, now timerwheel.Tick) {
-	if r.idle() {
-		s.markIdleLocked(r, now)
-	} else if r.onIdleList {
-		s.unlinkIdleLocked(r)
-	}
-}
-
-// gcLocked prunes resources idle for at least maxIdle ms.
+// gcLocked prunes resources idle for at least maxIdle ms. It scans the
+// shard's maps, as dflockd does: a few hundred keys per shard every
+// --gc-interval cost less than keeping every key on an idle list.
 func (s *shard) gcLocked(now timerwheel.Tick, maxIdle int64) {
-	for r := s.idleHead; r != nil && now-r.idleSince >= timerwheel.Tick(maxIdle); r = s.idleHead {
-		s.unlinkIdleLocked(r)
-		delete(s.res[r.ns], r.key)
-		s.eng.keys.Add(-1)
+	for _, m := range s.res {
+		for k, r := range m {
+			if r.idle() && now-r.lastActive >= timerwheel.Tick(maxIdle) {
+				delete(m, k)
+				s.eng.keys.Add(-1)
+			}
+		}
 	}
 }
 

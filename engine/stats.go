@@ -55,7 +55,7 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		for ns, m := range sh.res {
 			for _, r := range m {
 				if r.idle() {
-					is := idleStat{Key: r.key, IdleS: float64(now-r.idleSince) / 1000}
+					is := idleStat{Key: r.key, IdleS: float64(now-r.lastActive) / 1000}
 					if namespace(ns) == nsLock {
 						doc.IdleLocks = append(doc.IdleLocks, is)
 					} else {
@@ -64,7 +64,7 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 					continue
 				}
 				if namespace(ns) == nsSem {
-					doc.Semaphores = append(doc.Semaphores, semStat{Key: r.key, Limit: r.limit, Holders: r.holders.n, Waiters: r.queue.n})
+					doc.Semaphores = append(doc.Semaphores, semStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
 					continue
 				}
 				ls := lockStat{Key: r.key, Waiters: r.queue.n}

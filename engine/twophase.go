@@ -28,7 +28,7 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, lea
 	if r == nil {
 		return res
 	}
-	if r.queue.n == 0 && r.holders.n < r.limit {
+	if r.queue.n == 0 && r.holders.n < int(r.limit) {
 		sl := sh.newSlotLocked(r, sess)
 		sl.lease = leaseMs
 		res := sh.grantLocked(sl, now)
