@@ -1,0 +1,92 @@
+package child
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the child: with CHILD_TEST_MODE set it acts as
+// a server instead of running tests.
+func TestMain(m *testing.M) {
+	switch os.Getenv("CHILD_TEST_MODE") {
+	case "echo":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			os.Exit(1)
+		}
+		fmt.Println("listening", ln.Addr())
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { _, _ = io.Copy(c, c) }()
+			}
+		}()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM)
+		<-sig
+		os.Exit(0)
+	case "mute":
+		fmt.Println("hello")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestStartAndStop(t *testing.T) {
+	t.Setenv("CHILD_TEST_MODE", "echo")
+	p, err := Start(context.Background(), "echo", os.Args[0], nil, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bufio.NewReader(c).ReadString('\n'); s != "ping\n" {
+		t.Fatalf("echo: %q %v", s, err)
+	}
+	c.Close()
+	p.Stop()
+	p.Stop() // idempotent
+	if err := syscall.Kill(p.PID, 0); err == nil {
+		t.Fatalf("pid %d still exists after Stop", p.PID)
+	}
+}
+
+func TestStartRejectsWrongBanner(t *testing.T) {
+	t.Setenv("CHILD_TEST_MODE", "mute")
+	if p, err := Start(context.Background(), "mute", os.Args[0], nil, os.Stderr); err == nil {
+		p.Stop()
+		t.Fatal("a child that does not announce an address was accepted")
+	}
+}
+
+func TestStartRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	p, err := StartRedis(context.Background(), "redis-server", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if err := pingRedis(p.Addr); err != nil {
+		t.Fatal(err)
+	}
+}

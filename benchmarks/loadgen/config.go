@@ -1,0 +1,187 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Protocol is the wire protocol a target speaks.
+type Protocol uint8
+
+// Protocols.
+const (
+	ProtoLine  Protocol = iota // dflockd: 3-line requests, one-line replies
+	ProtoRedis                 // Redis RESP2
+)
+
+func (p Protocol) String() string {
+	if p == ProtoRedis {
+		return "redis"
+	}
+	return "dflockd"
+}
+
+// Workload names what each slot does in a cycle.
+type Workload string
+
+// Workloads. The comments give the dflockd requests; Redis equivalents are
+// noted where they exist.
+const (
+	// Lock: l + r on keys owned by one slot, so nothing contends. Redis:
+	// SET key val NX PX + DEL (or compare-and-delete, see RedisRelease).
+	Lock Workload = "lock"
+	// Hot: every connection queues on one key with a long timeout (FIFO
+	// hand-off). Needs Depth 1. No Redis equivalent.
+	Hot Workload = "hot"
+	// Sem: sl + sr on one semaphore of SemLimit permits. Needs Depth 1.
+	// No Redis equivalent.
+	Sem Workload = "sem"
+	// Try: l key 0 (try-lock) on TryKeys shared keys; "timeout" is a valid
+	// outcome (a miss), a grant is followed by r. Redis: SET NX, where nil
+	// is the miss.
+	Try Workload = "try"
+	// Mixed: each cycle picks lock (50 %), try (25 %), sem (15 %) or hot
+	// (10 %); with Depth > 1, sem and hot acquire with timeout 0 so that no
+	// request blocks the pipeline. Redis: lock 70 %, try 30 %.
+	Mixed Workload = "mixed"
+)
+
+// Workloads lists the workload names in display order.
+var Workloads = []Workload{Lock, Hot, Sem, Try, Mixed}
+
+// RedisRelease says how a Redis lock is released.
+type RedisRelease string
+
+// Redis release variants.
+const (
+	// ReleaseCAS deletes the key only if it still holds this client's value
+	// (EVAL of a GET-compare-DEL script): the safe way, comparable to a
+	// token-checked dflockd release.
+	ReleaseCAS RedisRelease = "cas"
+	// ReleaseDel is a plain DEL: cheaper, unsafe after a lease expiry.
+	ReleaseDel RedisRelease = "del"
+)
+
+// Config describes one run against one target. The zero value of every
+// optional field means its default, filled in by Run.
+type Config struct {
+	Name  string   // label used in results and errors; default Addr
+	Addr  string   // host:port, loopback only
+	Proto Protocol // wire protocol
+
+	Workload Workload // default Lock
+	Conns    int      // connections; default 1
+	Depth    int      // requests in flight per connection; default 1
+
+	Warmup   time.Duration // excluded from the measurement; default 1 s
+	Duration time.Duration // measured window; default 5 s
+
+	Lease        int          // lease in seconds sent with every acquire; default 30
+	SemLimit     int          // permits of the Sem workload's semaphore; default 8
+	TryKeys      int          // shared keys of the Try workload; default 4
+	KeyPrefix    string       // prefix of every key (Redis: plus a per-run suffix); default "bench"
+	RedisRelease RedisRelease // default ReleaseCAS
+
+	DialTimeout time.Duration // per connection; default 5 s
+
+	// OnWindowStart and OnWindowEnd, when set, are called (from a goroutine
+	// of Run) as the measured window opens and closes, e.g. to sample the
+	// server's CPU time. OnWindowEnd is not called if the run fails first.
+	OnWindowStart func()
+	OnWindowEnd   func()
+}
+
+// Limits on a run. They keep a mistyped flag from exhausting the machine.
+const (
+	maxConns    = 1 << 16 // one client process cannot open more loopback sockets anyway
+	maxDepth    = 4096    // far beyond any useful pipeline; bounds per-conn buffers
+	maxDuration = time.Hour
+	maxKeyLen   = 200 // dflockd caps a line at 256 bytes; leave room for the slot suffix
+)
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = c.Addr
+	}
+	if c.Workload == "" {
+		c.Workload = Lock
+	}
+	if c.Conns == 0 {
+		c.Conns = 1
+	}
+	if c.Depth == 0 {
+		c.Depth = 1
+	}
+	if c.Warmup == 0 {
+		c.Warmup = time.Second
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Lease == 0 {
+		c.Lease = 30
+	}
+	if c.SemLimit == 0 {
+		c.SemLimit = 8
+	}
+	if c.TryKeys == 0 {
+		c.TryKeys = 4
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = "bench"
+	}
+	if c.RedisRelease == "" {
+		c.RedisRelease = ReleaseCAS
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	return c
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("loadgen: bad config")
+
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, c.Name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Addr == "":
+		return bad("no address")
+	case c.Conns < 1 || c.Conns > maxConns:
+		return bad("conns %d out of [1, %d]", c.Conns, maxConns)
+	case c.Depth < 1 || c.Depth > maxDepth:
+		return bad("depth %d out of [1, %d]", c.Depth, maxDepth)
+	case c.Warmup < 0 || c.Duration <= 0 || c.Warmup+c.Duration > maxDuration:
+		return bad("warmup %v + duration %v must be positive and at most %v", c.Warmup, c.Duration, maxDuration)
+	case c.Lease < 1:
+		return bad("lease %d s must be ≥ 1", c.Lease)
+	case c.SemLimit < 1:
+		return bad("semaphore limit %d must be ≥ 1", c.SemLimit)
+	case c.TryKeys < 1:
+		return bad("try keys %d must be ≥ 1", c.TryKeys)
+	case len(c.KeyPrefix) > maxKeyLen || strings.ContainsAny(c.KeyPrefix, " \t\r\n"):
+		return bad("key prefix %q must be at most %d bytes without white space", c.KeyPrefix, maxKeyLen)
+	case c.RedisRelease != ReleaseCAS && c.RedisRelease != ReleaseDel:
+		return bad("redis release %q is neither %q nor %q", c.RedisRelease, ReleaseCAS, ReleaseDel)
+	}
+	switch c.Workload {
+	case Lock, Try, Mixed:
+	case Hot, Sem:
+		if c.Proto == ProtoRedis {
+			return bad("workload %s has no Redis equivalent", c.Workload)
+		}
+		// dflockd serves a connection sequentially: a blocked acquire holds
+		// back the release pipelined behind it, which may be the very release
+		// the acquire waits for.
+		if c.Depth != 1 {
+			return bad("workload %s blocks on a shared key and needs depth 1, not %d", c.Workload, c.Depth)
+		}
+	default:
+		return bad("unknown workload %q (want one of %v)", c.Workload, Workloads)
+	}
+	return nil
+}

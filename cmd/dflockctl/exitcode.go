@@ -1,0 +1,22 @@
+package main
+
+// Exit codes. Where a sysexits.h value fits it is used, so scripts that
+// already know those keep working. "lock" exits with its command's own
+// status once the command has started; the codes below then only occur
+// before that.
+const (
+	exitOK      = 0
+	exitFailure = 1 // I/O error, unexpected server reply, lease-independent failures
+	exitUsage   = 2 // bad command line (like flag and most Unix tools)
+
+	exitStatusFree  = 3 // file status: no lock file
+	exitStatusStale = 4 // file status: a lock file exists but is stale
+
+	exitUnavailable = 69 // EX_UNAVAILABLE: cannot connect to the server
+	exitBusy        = 75 // EX_TEMPFAIL: lock held by someone else / wait timed out
+	exitNoPerm      = 77 // EX_NOPERM: file release of a lock that is not ours; server auth rejected
+
+	exitCannotRun = 126 // lock: CMD found but could not be started (shell convention)
+	exitNotFound  = 127 // lock: CMD not found (shell convention)
+	exitSignal    = 128 // + signal number: CMD or dflockctl itself was killed by a signal
+)

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// binPath is the dflockctl binary the subprocess tests run. TestMain builds
+// it once into a temporary directory (t.TempDir is per test, and building
+// per test would dominate the run time).
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dflockctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "dflockctl")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+		// A race-enabled binary sleeps 1 s before a successful exit
+		// unless told not to; the children inherit this.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building dflockctl: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// command prepares a dflockctl run with a clean environment: the caller's
+// DFLOCKD_* settings must not leak into tests.
+func command(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binPath, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DFLOCKD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// syncBuffer collects a child's output while the test may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// wait waits for a started command and collects its result.
+func wait(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return result{
+		stdout: cmd.Stdout.(*syncBuffer).String(),
+		stderr: cmd.Stderr.(*syncBuffer).String(),
+		code:   exitStatus(cmd.ProcessState),
+	}
+}
+
+// start starts a dflockctl run with captured output.
+func start(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := command(env, args...)
+	cmd.Stdout, cmd.Stderr = new(syncBuffer), new(syncBuffer)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// run runs dflockctl to completion.
+func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return wait(t, start(t, env, args...))
+}
+
+// expectCode fails the test unless r exited with code.
+func expectCode(t *testing.T, r result, code int, what string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// sh runs a shell script, failing the test if it fails.
+func sh(t *testing.T, script string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+// waitFor polls cond until it holds; the deadline is generous because it
+// only matters when the test is failing anyway.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
