@@ -22,16 +22,8 @@ func stats(t *testing.T, ts *testServer) map[string]any {
 	return doc
 }
 
-// waitersOn reports the waiters count of lock k (0 if not listed).
-func waitersOn(t *testing.T, k string) int {
-	for _, l := range stats(t, plain)["locks"].([]any) {
-		m := l.(map[string]any)
-		if m["key"] == k {
-			return int(m["waiters"].(float64))
-		}
-	}
-	return 0
-}
+// waitersOn reports the waiters count of lock k on the shared server.
+func waitersOn(t *testing.T, k string) int { return waitersOnServer(t, plain, k) }
 
 // Every malformed-input row of spec §A.5 that v2 keeps the connection for.
 func TestMalformedInputKeepsConnection(t *testing.T) {
