@@ -22,12 +22,61 @@ const (
 	OpStats
 	OpBarrier   // V2C linearizable-read barrier: a no-op "ok" on a single node
 	OpStableRef // V2C connection identity: accepted, inert on a single node
+
+	// Primitives of dflockd's redis-feats line (spec §B.4–B.12); parsed by
+	// rf.go. They work in every profile.
+	OpReadLock     // rl
+	OpWriteLock    // wl
+	OpReadRelease  // rr
+	OpWriteRelease // wr
+	OpReadRenew    // rn
+	OpWriteRenew   // wn
+	OpReadEnqueue  // re
+	OpWriteEnqueue // we
+	OpReadWait     // rw
+	OpWriteWait    // ww
+	OpIncr
+	OpDecr
+	OpGet
+	OpCSet
+	OpKSet
+	OpKGet
+	OpKDel
+	OpKCAS
+	OpLPush
+	OpRPush
+	OpLPop
+	OpRPop
+	OpLLen
+	OpLRange
+	OpBLPop
+	OpBRPop
+	OpListen
+	OpUnlisten
+	OpSignal
+	OpWatch
+	OpUnwatch
+	OpBWait
+	OpElect
+	OpResign
+	OpObserve
+	OpUnobserve
+	numOps
 )
 
-var opNames = [...]string{
+var opNames = [numOps]string{
 	OpUnknown: "?", OpLock: "l", OpRelease: "r", OpRenew: "n", OpEnqueue: "e", OpWait: "w",
 	OpSemLock: "sl", OpSemRelease: "sr", OpSemRenew: "sn", OpSemEnqueue: "se", OpSemWait: "sw",
 	OpAuth: "auth", OpPing: "ping", OpStats: "stats", OpBarrier: "barrier", OpStableRef: "stable-ref",
+	OpReadLock: "rl", OpWriteLock: "wl", OpReadRelease: "rr", OpWriteRelease: "wr",
+	OpReadRenew: "rn", OpWriteRenew: "wn", OpReadEnqueue: "re", OpWriteEnqueue: "we",
+	OpReadWait: "rw", OpWriteWait: "ww",
+	OpIncr: "incr", OpDecr: "decr", OpGet: "get", OpCSet: "cset",
+	OpKSet: "kset", OpKGet: "kget", OpKDel: "kdel", OpKCAS: "kcas",
+	OpLPush: "lpush", OpRPush: "rpush", OpLPop: "lpop", OpRPop: "rpop", OpLLen: "llen",
+	OpLRange: "lrange", OpBLPop: "blpop", OpBRPop: "brpop",
+	OpListen: "listen", OpUnlisten: "unlisten", OpSignal: "signal", OpWatch: "watch", OpUnwatch: "unwatch",
+	OpBWait: "bwait", OpElect: "elect", OpResign: "resign", OpObserve: "observe", OpUnobserve: "unobserve",
 }
 
 func (o Op) String() string { return opNames[o] }
@@ -70,7 +119,7 @@ func lookupOp(cmd []byte) Op {
 	case "stable-ref":
 		return OpStableRef
 	}
-	return OpUnknown
+	return lookupRFOp(cmd)
 }
 
 // Limits of argument values.
@@ -89,10 +138,15 @@ const (
 type Request struct {
 	Op      Op
 	Key     []byte
-	Token   []byte // r, n, sr, sn: trimmed token text; auth: the secret; stable-ref: the ref
-	Timeout int64  // l, w, sl, sw
-	Lease   int64  // l, n, e, sl, sn, se; 0 = default
+	Token   []byte // r, n, sr, sn, rr, wr, rn, wn, resign: trimmed token; auth: the secret; stable-ref: the ref
+	Timeout int64  // l, w, sl, sw, rl, wl, rw, ww, blpop, brpop, bwait, elect
+	Lease   int64  // l, n, e, sl, sn, se and their rw/elect twins; 0 = default
 	Limit   int64  // sl, se
+	// Value: kset value, kcas new value, push value, signal payload,
+	// listen/unlisten group. Old: kcas expected value (empty = absent).
+	Value, Old []byte
+	N, M       int64 // incr/decr delta, cset value, lrange start/stop, bwait count
+	TTL        int64 // kset, kcas: seconds, 0 = no expiry
 }
 
 // Errors returned by Parse. Each maps to the single wire word "error" and
@@ -128,6 +182,9 @@ func Parse(f Frame) (Request, error) {
 		return r, ErrBadKey
 	}
 	r.Key = f.Key
+	if r.Op >= OpReadLock {
+		return parseRF(r, f.Arg)
+	}
 	var fs [maxFields][]byte
 	switch r.Op {
 	case OpRelease, OpSemRelease:

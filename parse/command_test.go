@@ -229,7 +229,7 @@ var grammarTests = []grammarCase{
 	{name: "unknown stable_ref", cmd: "stable_ref", key: "r", arg: "_", err: ErrUnknownCommand},
 	{name: "unknown before bad key", cmd: "x", key: "", arg: "", err: ErrUnknownCommand},
 	{name: "unknown question mark", cmd: "?", key: "k", arg: "0", err: ErrUnknownCommand},
-	{name: "unknown RF command", cmd: "incr", key: "k", arg: "1", err: ErrUnknownCommand},
+	{name: "unknown redis-style command", cmd: "incrby", key: "k", arg: "1", err: ErrUnknownCommand},
 }
 
 func TestParseGrammar(t *testing.T) {
@@ -307,6 +307,15 @@ func TestOp(t *testing.T) {
 		OpUnknown: "?", OpLock: "l", OpRelease: "r", OpRenew: "n", OpEnqueue: "e", OpWait: "w",
 		OpSemLock: "sl", OpSemRelease: "sr", OpSemRenew: "sn", OpSemEnqueue: "se", OpSemWait: "sw",
 		OpAuth: "auth", OpPing: "ping", OpStats: "stats", OpBarrier: "barrier", OpStableRef: "stable-ref",
+		OpReadLock: "rl", OpWriteLock: "wl", OpReadRelease: "rr", OpWriteRelease: "wr",
+		OpReadRenew: "rn", OpWriteRenew: "wn", OpReadEnqueue: "re", OpWriteEnqueue: "we",
+		OpReadWait: "rw", OpWriteWait: "ww",
+		OpIncr: "incr", OpDecr: "decr", OpGet: "get", OpCSet: "cset",
+		OpKSet: "kset", OpKGet: "kget", OpKDel: "kdel", OpKCAS: "kcas",
+		OpLPush: "lpush", OpRPush: "rpush", OpLPop: "lpop", OpRPop: "rpop", OpLLen: "llen",
+		OpLRange: "lrange", OpBLPop: "blpop", OpBRPop: "brpop",
+		OpListen: "listen", OpUnlisten: "unlisten", OpSignal: "signal", OpWatch: "watch", OpUnwatch: "unwatch",
+		OpBWait: "bwait", OpElect: "elect", OpResign: "resign", OpObserve: "observe", OpUnobserve: "unobserve",
 	}
 	if len(names) != len(opNames) {
 		t.Fatalf("test knows %d ops, package %d", len(names), len(opNames))

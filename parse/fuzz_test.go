@@ -126,6 +126,9 @@ func FuzzParse(f *testing.F) {
 		}
 
 		r, err := Parse(Frame{Cmd: cmd, Key: key, Arg: arg})
+		if lookupOp(cmd) >= OpReadLock {
+			return // rf grammar: not in the reference model yet (rf_test.go covers it)
+		}
 		rr, rerr := refParse(cmd, key, arg)
 		if err != rerr {
 			t.Fatalf("Parse(%q, %q, %.60q) error %v, reference %v", cmd, key, arg, err, rerr)

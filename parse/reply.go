@@ -19,6 +19,12 @@ const (
 	StatusErrorAlreadyEnqueued
 	StatusErrorLeaseExpired
 	StatusErrorDraining
+	StatusNil                       // rf: no value
+	StatusCASConflict               // rf: kcas found another value
+	StatusErrorMaxKeys              // rf: --max-keys reached
+	StatusErrorListFull             // rf: --max-list-length reached
+	StatusErrorTypeMismatch         // rf: key used by another primitive kind
+	StatusErrorBarrierCountMismatch // rf: bwait count differs from the barrier's
 	numStatuses
 )
 
@@ -37,6 +43,13 @@ var statusText = [numStatuses]string{
 	StatusErrorAlreadyEnqueued: "error_already_enqueued",
 	StatusErrorLeaseExpired:    "error_lease_expired",
 	StatusErrorDraining:        "error_draining",
+
+	StatusNil:                       "nil",
+	StatusCASConflict:               "cas_conflict",
+	StatusErrorMaxKeys:              "error_max_keys",
+	StatusErrorListFull:             "error_list_full",
+	StatusErrorTypeMismatch:         "error_type_mismatch",
+	StatusErrorBarrierCountMismatch: "error_barrier_count_mismatch",
 }
 
 func (s Status) String() string { return statusText[s] }
@@ -70,6 +83,13 @@ func AppendRenew(dst []byte, remaining int64, fence uint64, withFence bool) []by
 		dst = append(dst, ' ')
 		dst = strconv.AppendUint(dst, fence, 10)
 	}
+	return append(dst, '\n')
+}
+
+// AppendOKInt appends "ok <n>\n" (counters, list lengths, receiver counts).
+func AppendOKInt(dst []byte, n int64) []byte {
+	dst = append(dst, "ok "...)
+	dst = strconv.AppendInt(dst, n, 10)
 	return append(dst, '\n')
 }
 

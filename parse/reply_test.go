@@ -35,6 +35,12 @@ func TestStatusWords(t *testing.T) {
 		{StatusErrorAlreadyEnqueued, "error_already_enqueued"},
 		{StatusErrorLeaseExpired, "error_lease_expired"},
 		{StatusErrorDraining, "error_draining"},
+		{StatusNil, "nil"},
+		{StatusCASConflict, "cas_conflict"},
+		{StatusErrorMaxKeys, "error_max_keys"},
+		{StatusErrorListFull, "error_list_full"},
+		{StatusErrorTypeMismatch, "error_type_mismatch"},
+		{StatusErrorBarrierCountMismatch, "error_barrier_count_mismatch"},
 	}
 	if len(want) != int(numStatuses) {
 		t.Fatalf("test covers %d statuses, package defines %d", len(want), numStatuses)
