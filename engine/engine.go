@@ -34,8 +34,12 @@ type Config struct {
 	// always cancelled (spec §I.7).
 	KeepOnDisconnect bool
 	GCMaxIdle        time.Duration // idle keys older than this are pruned; <0 = at once
-	Clock            timerwheel.Clock
-	Fences           FenceSource // default: a volatile fence.Allocator
+	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
+	// RF selects the redis-feats profile's semantics where they differ
+	// from v2 (spec §I): see the uses of cfg.RF.
+	RF     bool
+	Clock  timerwheel.Clock
+	Fences FenceSource // default: a volatile fence.Allocator
 	// NewSalt makes one salt source per shard (token entropy); tests may
 	// substitute a deterministic one.
 	NewSalt func() SaltSource
@@ -58,7 +62,9 @@ type Result struct {
 	Status parse.Status
 	Kind   ResultKind
 	Token  fence.Token
-	Lease  int64 // seconds, for grants; remaining seconds for renewals
+	Lease  int64  // seconds, for grants; remaining seconds for renewals
+	Int    int64  // KindInt
+	Value  string // KindValue; immutable, safe to use after the lock is gone
 	// Blocked: no reply yet; exactly one Result for this request will
 	// reach the session through the Notifier.
 	Blocked bool
@@ -71,6 +77,8 @@ const (
 	KindStatus ResultKind = iota // bare status word
 	KindGrant                    // "<status> <token> <lease>"
 	KindRenew                    // "ok <remaining>"
+	KindInt                      // "ok <integer>"
+	KindValue                    // "ok <value>"
 )
 
 // Engine is the lock table. Create it with New, start its timers with
@@ -83,6 +91,7 @@ type Engine struct {
 	clock    timerwheel.Clock
 	driver   *timerwheel.Driver
 	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
+	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
 	sessions atomic.Uint64
 }
 
@@ -170,7 +179,7 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 	return seconds * 1000
 }
 
-// Do executes a lock or semaphore request for session s.
+// Do executes a request for session s.
 func (e *Engine) Do(s *Session, r *parse.Request) Result {
 	ns := nsLock
 	if r.Op.Semaphore() {
@@ -187,8 +196,12 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		return e.enqueue(s, ns, r.Key, int(max(r.Limit, 1)), e.leaseMs(r.Lease))
 	case parse.OpWait, parse.OpSemWait:
 		return e.wait(s, ns, r.Key, r.Timeout*1000)
+	case parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet:
+		return e.counterOp(r)
+	case parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
+		return e.kvOp(r)
 	}
-	panic("engine: Do called with non-lock op " + r.Op.String())
+	panic("engine: Do called with unsupported op " + r.Op.String())
 }
 
 func status(s parse.Status) Result { return Result{Status: s} }

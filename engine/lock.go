@@ -38,7 +38,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, tim
 	sl.state = slotWaiting
 	sl.blocked = true
 	r.queue.pushBack(sl)
-	sh.armLocked(sl, now+timerwheel.Tick(timeoutMs))
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
 	sess.record(sl)
 	sh.touchLocked(r, now)
 	return Result{Blocked: true}
@@ -88,7 +88,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 	sl.token = fence.Token{Fence: f, Salt: sh.salt.Next()}
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
-	sh.armLocked(sl, now+timerwheel.Tick(sl.lease))
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
 	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
 }
 
@@ -192,6 +192,6 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
 		return status(parse.StatusError)
 	}
 	sl.lease = leaseMs
-	sh.armLocked(sl, now+timerwheel.Tick(leaseMs))
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(leaseMs))
 	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: sl.token, Lease: leaseMs / 1000}
 }

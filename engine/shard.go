@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -39,7 +40,10 @@ type shard struct {
 	eng   *Engine
 	index int
 	res   [numNamespaces]map[string]*resource
-	wheel *timerwheel.Wheel
+	// Key spaces of the redis-feats primitives, separate from locks.
+	counters map[string]*counter
+	kv       map[string]*kvEntry
+	wheel    *timerwheel.Wheel
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
 	published timerwheel.Tick
@@ -54,6 +58,8 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	for n := range s.res {
 		s.res[n] = make(map[string]*resource)
 	}
+	s.counters = make(map[string]*counter)
+	s.kv = make(map[string]*kvEntry)
 	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
 	s.salt = e.cfg.NewSalt()
@@ -86,11 +92,28 @@ func (s *shard) touchLocked(r *resource, now timerwheel.Tick) { r.lastActive = n
 // shard's maps, as dflockd does: a few hundred keys per shard every
 // --gc-interval cost less than keeping every key on an idle list.
 func (s *shard) gcLocked(now timerwheel.Tick, maxIdle int64) {
+	old := func(t timerwheel.Tick) bool { return now-t >= timerwheel.Tick(maxIdle) }
 	for _, m := range s.res {
 		for k, r := range m {
-			if r.idle() && now-r.lastActive >= timerwheel.Tick(maxIdle) {
+			if r.idle() && old(r.lastActive) {
 				delete(m, k)
 				s.eng.keys.Add(-1)
+			}
+		}
+	}
+	// Zero counters go like idle locks; non-zero ones never expire (§B.5).
+	for k, c := range s.counters {
+		if c.value == 0 && old(c.lastActive) {
+			delete(s.counters, k)
+			s.eng.forgetKey()
+		}
+	}
+	// dflockd's redis-feats line also drops KV entries without a TTL after
+	// --gc-max-idle without access (§I.28); only the rf profile does that.
+	if s.eng.cfg.RF {
+		for _, kv := range s.kv {
+			if !kv.timer.Armed() && old(kv.lastActive) {
+				s.deleteKVLocked(kv)
 			}
 		}
 	}
@@ -122,10 +145,10 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	s.free = sl
 }
 
-// armLocked (re)starts a slot's timer and tells the driver if this is now
-// the shard's earliest deadline.
-func (s *shard) armLocked(sl *slot, deadline timerwheel.Tick) {
-	s.wheel.Reset(&sl.timer, deadline)
+// armLocked (re)starts a timer of this shard and tells the driver if this
+// is now the shard's earliest deadline.
+func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
+	s.wheel.Reset(n, deadline)
 	if deadline < s.published {
 		s.published = deadline
 		s.eng.driver.Notify(s.index, deadline)
@@ -151,14 +174,21 @@ func (s *shard) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
 	return next, true
 }
 
-// fireLocked handles a due timer: a waiter's timeout or a holder's lease.
+// fireLocked handles a due timer: a waiter's timeout, a holder's lease or
+// a KV entry's TTL.
 func (s *shard) fireLocked(n *timerwheel.Node) {
-	sl := n.Owner.(*slot)
 	now := s.wheel.Now()
-	switch sl.state {
-	case slotWaiting:
-		s.timeoutWaiterLocked(sl, now)
-	case slotHolding:
-		s.expireHolderLocked(sl, now)
+	switch o := n.Owner.(type) {
+	case *slot:
+		switch o.state {
+		case slotWaiting:
+			s.timeoutWaiterLocked(o, now)
+		case slotHolding:
+			s.expireHolderLocked(o, now)
+		}
+	case *kvEntry:
+		s.deleteKVLocked(o)
+	default:
+		panic(fmt.Sprintf("engine: timer with unknown owner %T", o))
 	}
 }

@@ -81,7 +81,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		}
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.twoPhase = false
-		sh.armLocked(sl, now+timerwheel.Tick(sl.lease))
+		sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
 		sh.touchLocked(sl.res, now)
 		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
 	}
@@ -92,7 +92,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		return status(parse.StatusTimeout)
 	}
 	sl.blocked = true
-	sh.armLocked(sl, now+timerwheel.Tick(timeoutMs))
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
 	sh.touchLocked(sl.res, now)
 	return Result{Blocked: true}
 }

@@ -83,7 +83,8 @@ type Stats struct {
 	Persists uint64
 	// Stalls counts Next calls that had to wait for a persist.
 	Stalls uint64
-	// LastPersist and MaxPersist are wall times of persists (write + msync).
+	// LastPersist and MaxPersist time the persister's writes (store +
+	// msync); Open's own reservation (pwrite, fsyncs) is not included.
 	LastPersist time.Duration
 	MaxPersist  time.Duration
 	Durable     bool // backed by a state file
@@ -97,7 +98,7 @@ type Allocator struct {
 	_ [64]byte // keep the hot line below clear of whatever precedes us
 	// The hot line: every Next reads or writes these three.
 	ctr  atomic.Uint64 // last value the add handed out; runs ahead of issued fences while Next stalls or fails
-	trig atomic.Uint64 // below it Next returns at once; ≤ ceil; = lo once stopped so every Next takes the slow path
+	trig atomic.Uint64 // below it Next returns at once; always ≤ ceil: ceil−W/2, ceil while a persist is in flight, lo once stopped
 	lo   uint64        // seed+1, the first fence of this incarnation; immutable
 	_    [40]byte
 
@@ -115,8 +116,7 @@ type Allocator struct {
 	durable bool
 	path    string
 	logf    func(format string, args ...any)
-	file    *stateFile
-	persist func(r record) error // writes one record durably; f.write unless a test replaces it
+	file    *stateFile // nil when volatile; after Open only the persister writes it
 
 	poke chan struct{} // capacity 1: "the counter crossed the trigger"
 	stop chan struct{} // closed by Close
@@ -161,14 +161,17 @@ func Open(path string, opts Options) (*Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.newest.seq >= maxFence-2 {
+		f.close() // a wrapped seq would make our records look older than this one
+		return nil, fmt.Errorf("%w: record sequence %d exhausted (state file %s)", ErrCorrupt, st.newest.seq, path)
+	}
 	seed := max(st.ceiling, clockSeed(opts.Now()))
 	first := record{seq: st.nextSeq(), ceiling: addSat(seed, opts.Window)}
 	if seed >= first.ceiling-1 {
 		f.close()
 		return nil, fmt.Errorf("%w: %s: recovered ceiling %d leaves no fence below 2^64-1", ErrExhausted, path, seed)
 	}
-	start := time.Now()
-	if err := f.start(st, first); err != nil {
+	if err := f.start(first); err != nil {
 		f.close()
 		return nil, err
 	}
@@ -180,14 +183,13 @@ func Open(path string, opts Options) (*Allocator, error) {
 		path:    path,
 		logf:    opts.Logf,
 		file:    f,
-		persist: f.write,
 		poke:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	a.cond.L = &a.mu
 	a.ctr.Store(seed)
-	a.notePersisted(first, time.Since(start))
+	a.notePersisted(first, 0)
 	go a.run()
 	return a, nil
 }

@@ -16,8 +16,11 @@
 // The state file is byte-compatible with dflockd's --fence-state-file
 // (spec §C.3–C.5): sizes 0, 8 (legacy big-endian ceiling) and 32/64 (a
 // two-slot journal of checksummed records); operators can roll back to
-// dflockd and forward again. It is written through a MAP_SHARED mapping
-// and msync(MS_SYNC), never truncated (a mapping past EOF raises SIGBUS).
+// dflockd and forward again. Open writes its first record with
+// pwrite+fsync, grows the file to 64 bytes and maps it; the persister then
+// writes through the MAP_SHARED mapping and msync(MS_SYNC). The file is
+// never truncated (a mapping past EOF raises SIGBUS). State files need
+// Linux (file_linux.go); elsewhere Open returns ErrUnsupported.
 //
 // Token and Salt build dflockd V2F lock tokens: the fence as 16 hex digits
 // followed by 16 hex digits of crypto/rand salt, so tokens of one key sort

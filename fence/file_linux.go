@@ -87,16 +87,19 @@ func (f *stateFile) read() (state, error) {
 	return st, nil
 }
 
-// start makes the file a 64-byte journal holding first, durably, and maps it.
-func (f *stateFile) start(st state, first record) error {
-	if st.legacy {
-		// dflockd upgrades a generation-1 file by overwriting its 8 bytes
-		// with record seq 1. Do that with pwrite+fsync before extending:
-		// extending first would leave a crash window in which the file is
-		// 64 bytes with no valid record, which nothing can start from.
-		if err := f.pwriteRecord(first); err != nil {
-			return err
-		}
+// start makes first durable, then grows the file to the full 64-byte
+// journal and maps it.
+//
+// The first record goes out with pwrite+fsync before the file is grown:
+// growing first would open a crash window in which a new (or legacy) file
+// is 64 bytes with no valid record, which nothing could start from again.
+// Written this way, every intermediate state is one dflockd itself
+// produces: 32 bytes with slot 0 valid, or 64 bytes with at least one
+// valid slot. A 64-byte file gets the same treatment; pwrite and the
+// mapping share the page cache.
+func (f *stateFile) start(first record) error {
+	if err := f.pwriteRecord(first); err != nil {
+		return err
 	}
 	// Preallocate both slots once; the file is never shortened, so the
 	// mapping never reaches past EOF (SIGBUS).
@@ -115,16 +118,11 @@ func (f *stateFile) start(st state, first record) error {
 		return fmt.Errorf("fence: mmap state file %s: %w", f.path, err)
 	}
 	f.mem = mem
-	if st.legacy {
-		return nil
-	}
-	if err := f.write(first); err != nil {
-		return fmt.Errorf("%w: %s: first record seq %d ceiling %d: %w", ErrPersist, f.path, first.seq, first.ceiling, err)
-	}
 	return nil
 }
 
-// pwriteRecord writes r to its slot with pwrite and fsyncs it.
+// pwriteRecord writes r to its slot with pwrite and fsyncs the file. A
+// legacy file's 8 bytes are overwritten by record seq 1, as dflockd does.
 func (f *stateFile) pwriteRecord(r record) error {
 	var b [recordSize]byte
 	encodeRecord(b[:], r)
@@ -135,12 +133,12 @@ func (f *stateFile) pwriteRecord(r record) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %s: upgrading legacy file to record seq %d: %w", ErrPersist, f.path, r.seq, err)
+			return fmt.Errorf("%w: %s: first record seq %d ceiling %d: pwrite: %w", ErrPersist, f.path, r.seq, r.ceiling, err)
 		}
 		n += m
 	}
 	if err := unix.Fsync(f.fd); err != nil {
-		return fmt.Errorf("%w: %s: fsync after upgrading legacy file: %w", ErrPersist, f.path, err)
+		return fmt.Errorf("%w: %s: first record seq %d ceiling %d: fsync: %w", ErrPersist, f.path, r.seq, r.ceiling, err)
 	}
 	return nil
 }

@@ -13,6 +13,6 @@ func openStateFile(path string, _ Options) (*stateFile, state, error) {
 	return nil, state{}, fmt.Errorf("%w: %s", ErrUnsupported, path)
 }
 
-func (f *stateFile) start(state, record) error { return ErrUnsupported }
-func (f *stateFile) write(record) error        { return ErrUnsupported }
-func (f *stateFile) close() error              { return nil }
+func (f *stateFile) start(record) error { return ErrUnsupported }
+func (f *stateFile) write(record) error { return ErrUnsupported }
+func (f *stateFile) close() error       { return nil }

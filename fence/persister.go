@@ -2,7 +2,6 @@ package fence
 
 import (
 	"fmt"
-	"runtime/debug"
 	"time"
 )
 
@@ -10,10 +9,9 @@ import (
 // writes the file after Open, raises the ceiling and moves the trigger.
 func (a *Allocator) run() {
 	defer close(a.done)
-	// A fault on the mapping (file truncated behind our back, I/O error
-	// on writeback of a page we touch) raises SIGBUS; turn it into a
-	// panic that write recovers into an ordinary persist error.
-	debug.SetPanicOnFault(true)
+	// stateFile.write sets debug.SetPanicOnFault around its stores, so a
+	// SIGBUS on the mapping (file truncated behind our back, I/O error)
+	// becomes a persist error here instead of killing the process.
 	for {
 		select {
 		case <-a.stop:
@@ -43,12 +41,16 @@ func (a *Allocator) reserve() bool {
 	if v < a.trig.Load() {
 		return true // a stale poke: the last persist already covers v
 	}
+	// While this persist is in flight every fence below the current
+	// ceiling is safe to hand out: let Next take its fast path up to the
+	// ceiling instead of re-poking us on every call.
+	a.trig.Store(c)
 	// Reserve from the counter (a burst may have run far past the
 	// ceiling) or from the ceiling, whichever is higher, so each persist
 	// buys at least a full window.
 	r := record{seq: a.seq.Load() + 1, ceiling: addSat(max(v, c), a.window)}
 	start := time.Now()
-	if err := a.persist(r); err != nil {
+	if err := a.file.write(r); err != nil {
 		a.fail(r, err)
 		return false
 	}
@@ -59,15 +61,16 @@ func (a *Allocator) reserve() bool {
 
 // notePersisted publishes a durable record: the ceiling first, then the
 // trigger, so a Next that sees the new trigger also sees a ceiling at
-// least as high (trig ≤ ceil at every instant).
+// least as high (trig ≤ ceil at every instant). d is how long the persist
+// took, 0 for Open's.
 func (a *Allocator) notePersisted(r record, d time.Duration) {
 	a.seq.Store(r.seq)
 	a.ceil.Store(r.ceiling)
 	a.trig.Store(a.trigger(r.ceiling))
 	a.persists.Add(1)
-	a.lastDur.Store(int64(d))
-	if int64(d) > a.maxDur.Load() {
-		a.maxDur.Store(int64(d)) // only the persister (or Open before it) writes
+	if d > 0 {
+		a.lastDur.Store(int64(d))
+		a.maxDur.Store(max(a.maxDur.Load(), int64(d))) // only the persister writes
 	}
 }
 

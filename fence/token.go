@@ -1,5 +1,7 @@
 package fence
 
+import "encoding/binary"
+
 // TokenLen is the length of a V2F token: 16 hex digits of fence followed
 // by 16 hex digits of salt (spec §C.1).
 const TokenLen = 32
@@ -24,18 +26,26 @@ func (t Token) Append(dst []byte) []byte {
 		dst = dst[:n+TokenLen]
 	}
 	b := dst[n : n+TokenLen]
-	putHex16(b[:16], t.Fence)
-	putHex16(b[16:], t.Salt)
+	binary.BigEndian.PutUint64(b[0:], hex8(uint32(t.Fence>>32)))
+	binary.BigEndian.PutUint64(b[8:], hex8(uint32(t.Fence)))
+	binary.BigEndian.PutUint64(b[16:], hex8(uint32(t.Salt>>32)))
+	binary.BigEndian.PutUint64(b[24:], hex8(uint32(t.Salt)))
 	return dst
 }
 
-// putHex16 writes v as 16 lowercase hex digits, most significant first.
-func putHex16(b []byte, v uint64) {
-	_ = b[15]
-	for i := 15; i >= 0; i-- {
-		b[i] = hexDigits[v&0xf]
-		v >>= 4
-	}
+// hex8 returns the 8 lowercase hex digits of v packed big-endian into a
+// uint64, computed on all digits at once (this runs once per grant).
+func hex8(v uint32) uint64 {
+	// Spread the nibbles one per byte, most significant nibble in the
+	// most significant byte.
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	x = (x | x<<4) & 0x0f0f0f0f0f0f0f0f
+	// A byte is 1 where its nibble is 10–15: adding 6 carries into bit 4.
+	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101
+	// '0'+n for digits, 'a'+n-10 = '0'+n+39 for letters; no byte carries.
+	return x + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 // unhex maps a lowercase hex digit to its value and every other byte to

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// counter is an int64 under a key of the counter key space (spec §B.5).
+type counter struct {
+	value      int64
+	lastActive timerwheel.Tick
+}
+
+// counterOp serves incr, decr, get and cset. Overflow is an error that
+// leaves the value unchanged.
+func (e *Engine) counterOp(r *parse.Request) Result {
+	sh := e.shardFor(r.Key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	c := sh.counters[string(r.Key)]
+	if r.Op == parse.OpGet {
+		if c == nil {
+			return Result{Status: parse.StatusOK, Kind: KindInt} // absent reads as 0, not created
+		}
+		c.lastActive = now
+		return Result{Status: parse.StatusOK, Kind: KindInt, Int: c.value}
+	}
+	var next int64
+	cur := int64(0)
+	if c != nil {
+		cur = c.value
+	}
+	switch r.Op {
+	case parse.OpIncr:
+		v, ok := addInt64(cur, r.N)
+		if !ok {
+			return status(parse.StatusError)
+		}
+		next = v
+	case parse.OpDecr:
+		if r.N == math.MinInt64 {
+			return status(parse.StatusError)
+		}
+		v, ok := addInt64(cur, -r.N)
+		if !ok {
+			return status(parse.StatusError)
+		}
+		next = v
+	case parse.OpCSet:
+		next = r.N
+	}
+	if c == nil {
+		if !e.admitKey() {
+			return status(parse.StatusErrorMaxKeys)
+		}
+		c = &counter{}
+		sh.counters[string(r.Key)] = c
+	}
+	c.value, c.lastActive = next, now
+	if r.Op == parse.OpCSet {
+		return status(parse.StatusOK)
+	}
+	return Result{Status: parse.StatusOK, Kind: KindInt, Int: next}
+}
+
+// addInt64 adds without wrapping.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// admitKey reserves one slot of --max-keys (counters, KV entries, lists
+// and barriers together, spec §B.8); forgetKey gives it back.
+func (e *Engine) admitKey() bool {
+	if e.cfg.MaxKeys <= 0 {
+		e.rfKeys.Add(1)
+		return true
+	}
+	if e.rfKeys.Add(1) > int64(e.cfg.MaxKeys) {
+		e.rfKeys.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (e *Engine) forgetKey() { e.rfKeys.Add(-1) }

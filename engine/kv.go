@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// kvEntry is a value of the KV key space (spec §B.6). Its value string is
+// never mutated in place (kset stores a new string), so a Result may carry
+// it after the shard lock is released.
+type kvEntry struct {
+	timer      timerwheel.Node // TTL expiry; unarmed when the entry has none
+	key        string
+	value      string
+	lastActive timerwheel.Tick
+}
+
+// expiredLocked reports whether a TTL'd entry is past its deadline (the
+// timer may not have fired yet: reads expire lazily too).
+func (kv *kvEntry) expired(now timerwheel.Tick) bool {
+	return kv.timer.Armed() && kv.timer.Deadline() <= now
+}
+
+// kvOp serves kset, kget, kdel and kcas.
+func (e *Engine) kvOp(r *parse.Request) Result {
+	sh := e.shardFor(r.Key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	kv := sh.kv[string(r.Key)]
+	if kv != nil && kv.expired(now) {
+		sh.deleteKVLocked(kv)
+		kv = nil
+	}
+	switch r.Op {
+	case parse.OpKGet:
+		if kv == nil {
+			return status(parse.StatusNil)
+		}
+		kv.lastActive = now
+		return Result{Status: parse.StatusOK, Kind: KindValue, Value: kv.value}
+	case parse.OpKDel:
+		if kv != nil {
+			sh.deleteKVLocked(kv)
+		}
+		return status(parse.StatusOK)
+	case parse.OpKCAS:
+		switch {
+		case len(r.Old) == 0 && kv != nil:
+			return status(parse.StatusCASConflict)
+		case len(r.Old) != 0 && (kv == nil || kv.value != string(r.Old)):
+			return status(parse.StatusCASConflict)
+		}
+	}
+	// kset, or a kcas whose expectation held.
+	if kv == nil {
+		if !e.admitKey() {
+			return status(parse.StatusErrorMaxKeys)
+		}
+		kv = &kvEntry{key: string(r.Key)}
+		kv.timer.Owner = kv
+		sh.kv[kv.key] = kv
+	}
+	kv.value = string(r.Value)
+	kv.lastActive = now
+	if r.TTL > 0 {
+		sh.armLocked(&kv.timer, now+timerwheel.Tick(r.TTL*1000))
+	} else {
+		sh.wheel.Cancel(&kv.timer)
+	}
+	return status(parse.StatusOK)
+}
+
+func (sh *shard) deleteKVLocked(kv *kvEntry) {
+	sh.wheel.Cancel(&kv.timer)
+	delete(sh.kv, kv.key)
+	sh.eng.forgetKey()
+}
