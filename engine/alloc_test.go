@@ -35,3 +35,22 @@ func TestAcquireReleaseDoesNotAllocate(t *testing.T) {
 		t.Fatalf("acquire+release allocates %.1f times per cycle", n)
 	}
 }
+
+func TestCounterAndKVReadsDoNotAllocate(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.session()
+	incr := parse.Request{Op: parse.OpIncr, Key: []byte("ctr"), N: 1}
+	get := parse.Request{Op: parse.OpGet, Key: []byte("ctr")}
+	kget := parse.Request{Op: parse.OpKGet, Key: []byte("kv")}
+	h.do(s, "kset", "kv", "some value")
+	h.eng.Do(s, &incr)
+	for name, req := range map[string]*parse.Request{"incr": &incr, "get": &get, "kget hit": &kget} {
+		if n := testing.AllocsPerRun(1000, func() {
+			if r := h.eng.Do(s, req); r.Status != parse.StatusOK {
+				t.Fatalf("%s: %+v", name, r)
+			}
+		}); n != 0 {
+			t.Errorf("%s allocates %.1f times", name, n)
+		}
+	}
+}

@@ -173,6 +173,9 @@ func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
 		out = cs.srv.eng.AppendStats(out, cs.srv.Connections())
 		return append(out, '\n'), false
 	}
+	if !implemented(req.Op) {
+		return parse.AppendStatus(out, parse.StatusError), false
+	}
 	r := cs.srv.eng.Do(cs.sess, &req)
 	if r.Blocked {
 		cs.blocked = true
@@ -205,8 +208,29 @@ func appendResult(out []byte, r engine.Result) []byte {
 		return parse.AppendGrant(out, r.Status, r.Token.Append(tok[:0]), r.Lease, r.Token.Fence, false)
 	case engine.KindRenew:
 		return parse.AppendRenew(out, r.Lease, r.Token.Fence, false)
+	case engine.KindInt:
+		return parse.AppendOKInt(out, r.Int)
+	case engine.KindValue:
+		out = append(out, "ok "...)
+		out = append(out, r.Value...)
+		return append(out, '\n')
 	}
 	return parse.AppendStatus(out, r.Status)
+}
+
+// implemented lists the commands the engine serves. The other
+// redis-feats commands (read-write locks, lists, pub/sub, watch, barriers,
+// elections) are parsed but answered error, as a dflockd without them
+// would, until they are built.
+func implemented(op parse.Op) bool {
+	switch op {
+	case parse.OpLock, parse.OpRelease, parse.OpRenew, parse.OpEnqueue, parse.OpWait,
+		parse.OpSemLock, parse.OpSemRelease, parse.OpSemRenew, parse.OpSemEnqueue, parse.OpSemWait,
+		parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet,
+		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
+		return true
+	}
+	return false
 }
 
 // deliver writes the late reply of a parked request and resumes parsing
