@@ -14,6 +14,14 @@ func TestAllocsNextParse(t *testing.T) {
 		"sl\nsem\n\xc2\xa010\t3 30\n", // the non-ASCII separator path
 		"n\nk\n00000000000000010123456789abcdef 30\n",
 		"l\nk\n0x10\n", // an error path
+		"wl\nrw/key\n10 30\n",
+		"incr\ncounter\n -5 \n",
+		"kset\nkv\nsome value\t30\n",
+		"kcas\nkv\nold\tnew\t\n",
+		"lrange\nq\n0 -1\n",
+		"bwait\nb\n3 10\n",
+		"signal\na.b\npayload\n",
+		"listen\na.*\n group \n",
 	} {
 		buf := []byte(in)
 		var req Request

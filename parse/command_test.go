@@ -232,8 +232,13 @@ var grammarTests = []grammarCase{
 	{name: "unknown redis-style command", cmd: "incrby", key: "k", arg: "1", err: ErrUnknownCommand},
 }
 
-func TestParseGrammar(t *testing.T) {
-	for _, tc := range grammarTests {
+func TestParseGrammar(t *testing.T) { runGrammar(t, grammarTests) }
+
+// runGrammar checks each row against Parse, the request invariants and the
+// naive reference parser.
+func runGrammar(t *testing.T, tests []grammarCase) {
+	t.Helper()
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, key, arg := []byte(tc.cmd), []byte(tc.key), []byte(tc.arg)
 			r, err := Parse(Frame{Cmd: cmd, Key: key, Arg: arg})

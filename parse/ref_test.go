@@ -53,6 +53,27 @@ var refOps = map[string]Op{
 	"l": OpLock, "r": OpRelease, "n": OpRenew, "e": OpEnqueue, "w": OpWait,
 	"sl": OpSemLock, "sr": OpSemRelease, "sn": OpSemRenew, "se": OpSemEnqueue, "sw": OpSemWait,
 	"auth": OpAuth, "ping": OpPing, "stats": OpStats, "barrier": OpBarrier, "stable-ref": OpStableRef,
+	// redis-feats primitives (§B.4–B.12)
+	"rl": OpReadLock, "wl": OpWriteLock, "rr": OpReadRelease, "wr": OpWriteRelease,
+	"rn": OpReadRenew, "wn": OpWriteRenew, "re": OpReadEnqueue, "we": OpWriteEnqueue,
+	"rw": OpReadWait, "ww": OpWriteWait,
+	"incr": OpIncr, "decr": OpDecr, "get": OpGet, "cset": OpCSet,
+	"kset": OpKSet, "kget": OpKGet, "kdel": OpKDel, "kcas": OpKCAS,
+	"lpush": OpLPush, "rpush": OpRPush, "lpop": OpLPop, "rpop": OpRPop, "llen": OpLLen,
+	"lrange": OpLRange, "blpop": OpBLPop, "brpop": OpBRPop,
+	"listen": OpListen, "unlisten": OpUnlisten, "signal": OpSignal, "watch": OpWatch, "unwatch": OpUnwatch,
+	"bwait": OpBWait, "elect": OpElect, "resign": OpResign, "observe": OpObserve, "unobserve": OpUnobserve,
+}
+
+// refShape maps the rf commands whose argument grammar is borrowed from a
+// lock command to that command (§B.4: rl/wl like l …; §B.7: blpop like w;
+// §B.12: elect like l, resign like r).
+var refShape = map[Op]Op{
+	OpReadLock: OpLock, OpWriteLock: OpLock, OpElect: OpLock,
+	OpReadRelease: OpRelease, OpWriteRelease: OpRelease, OpResign: OpRelease,
+	OpReadRenew: OpRenew, OpWriteRenew: OpRenew,
+	OpReadEnqueue: OpEnqueue, OpWriteEnqueue: OpEnqueue,
+	OpReadWait: OpWait, OpWriteWait: OpWait, OpBLPop: OpWait, OpBRPop: OpWait,
 }
 
 // refArgs gives the field-count range of each numeric grammar.
@@ -61,7 +82,7 @@ var refArgs = map[Op][2]int{
 	OpWait: {1, 1}, OpSemWait: {1, 1}, OpSemLock: {2, 3}, OpSemEnqueue: {1, 2},
 }
 
-// refParse is Parse written from the spec (§A.3, §A.5, §B.1, §B.2, §B.13).
+// refParse is Parse written from the spec (§A.3, §A.5, §B.1, §B.2, §B.4–B.13).
 func refParse(cmd, key, arg []byte) (Request, error) {
 	op, ok := refOps[string(cmd)]
 	if !ok {
@@ -91,7 +112,14 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 		return r, ErrBadKey
 	}
 	r.Key = key
-	if op == OpRelease || op == OpSemRelease {
+	if done, err := refParseRF(&r, string(key), string(arg)); done {
+		return r, err
+	}
+	shape := op
+	if sh, ok := refShape[op]; ok {
+		shape = sh
+	}
+	if shape == OpRelease || op == OpSemRelease {
 		tok := strings.TrimSpace(string(arg))
 		if tok == "" {
 			return r, ErrEmptyToken
@@ -100,7 +128,7 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 		return r, nil
 	}
 	fs := strings.Fields(string(arg))
-	if span := refArgs[op]; len(fs) < span[0] || len(fs) > span[1] {
+	if span := refArgs[shape]; len(fs) < span[0] || len(fs) > span[1] {
 		return r, ErrArgCount
 	}
 	secs := func(s string) (int64, error) {
@@ -141,7 +169,7 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 		return nil
 	}
 	var err error
-	switch op {
+	switch shape {
 	case OpLock:
 		if err = timeout(fs[0]); err == nil {
 			err = lease(1)
@@ -169,23 +197,135 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 	return r, err
 }
 
+// refParseRF parses the rf commands with a grammar of their own; done is
+// false for those that borrow a lock command's grammar (refShape).
+func refParseRF(r *Request, key, arg string) (done bool, err error) {
+	const maxSecs = 9223372036
+	integer := func(s string) (int64, error) {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, ErrBadInteger
+		}
+		return v, nil
+	}
+	// ttl: a KV time to live, non-negative whole seconds within Go's
+	// duration range (§B.6, §I.2 O5); the text is raw, not trimmed.
+	ttl := func(s string) error {
+		v, err := integer(s)
+		if err != nil || v < 0 || v > maxSecs {
+			return ErrBadInteger
+		}
+		r.TTL = v
+		return nil
+	}
+	switch r.Op {
+	case OpIncr, OpDecr, OpCSet: // §B.5: one int64, trimmed
+		r.N, err = integer(strings.TrimSpace(arg))
+		return true, err
+	case OpGet, OpKGet, OpKDel, OpLPop, OpRPop, OpLLen, OpWatch, OpUnwatch, OpObserve, OpUnobserve:
+		return true, nil // the argument line is ignored
+	case OpKSet: // §B.6: "<value>" or "<value>\t<ttl>"
+		if arg == "" {
+			return true, ErrArgCount
+		}
+		value, rest, found := strings.Cut(arg, "\t")
+		if !found {
+			r.Value = []byte(arg)
+			return true, nil
+		}
+		if value == "" || strings.Contains(rest, "\t") {
+			return true, ErrArgCount
+		}
+		r.Value = []byte(value)
+		return true, ttl(rest)
+	case OpKCAS: // §B.6: "<old>\t<new>\t<ttl>", exactly two TABs
+		parts := strings.Split(arg, "\t")
+		if len(parts) != 3 || parts[1] == "" {
+			return true, ErrArgCount
+		}
+		r.Old, r.Value = []byte(parts[0]), []byte(parts[1])
+		if parts[2] == "" {
+			return true, nil
+		}
+		return true, ttl(parts[2])
+	case OpLPush, OpRPush: // §B.7: raw, non-empty
+		if arg == "" {
+			return true, ErrArgCount
+		}
+		r.Value = []byte(arg)
+		return true, nil
+	case OpLRange: // §B.7: "<start> <stop>"
+		fs := strings.Fields(arg)
+		if len(fs) != 2 {
+			return true, ErrArgCount
+		}
+		if r.N, err = integer(fs[0]); err != nil {
+			return true, err
+		}
+		r.M, err = integer(fs[1])
+		return true, err
+	case OpListen, OpUnlisten: // §B.9: optional group, trimmed
+		r.Value = []byte(strings.TrimSpace(arg))
+		return true, nil
+	case OpSignal: // §A.3, §B.9: literal channel, raw non-empty payload
+		if strings.ContainsAny(key, "*>") {
+			return true, ErrBadKey
+		}
+		if arg == "" {
+			return true, ErrArgCount
+		}
+		r.Value = []byte(arg)
+		return true, nil
+	case OpBWait: // §B.11: "<count> <timeout>", count > 0 (code 13)
+		fs := strings.Fields(arg)
+		if len(fs) != 2 {
+			return true, ErrArgCount
+		}
+		if r.N, err = integer(fs[0]); err != nil {
+			return true, err
+		}
+		if r.N < 1 {
+			return true, ErrBadLimit
+		}
+		t, err := integer(fs[1])
+		if err != nil || t > maxSecs {
+			return true, ErrBadInteger
+		}
+		if t < 0 {
+			return true, ErrNegativeTime
+		}
+		r.Timeout = t
+		return true, nil
+	}
+	return false, nil
+}
+
 // sameRequest compares the semantic fields of two requests.
 func sameRequest(a, b Request) bool {
 	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Token, b.Token) &&
-		a.Timeout == b.Timeout && a.Lease == b.Lease && a.Limit == b.Limit
+		a.Timeout == b.Timeout && a.Lease == b.Lease && a.Limit == b.Limit &&
+		bytes.Equal(a.Value, b.Value) && bytes.Equal(a.Old, b.Old) &&
+		a.N == b.N && a.M == b.M && a.TTL == b.TTL
 }
 
 func requestString(r Request) string {
-	return fmt.Sprintf("{%v Key:%q Token:%q Timeout:%d Lease:%d Limit:%d}", r.Op, r.Key, r.Token, r.Timeout, r.Lease, r.Limit)
+	return fmt.Sprintf("{%v Key:%q Token:%q Timeout:%d Lease:%d Limit:%d Value:%q Old:%q N:%d M:%d TTL:%d}",
+		r.Op, r.Key, r.Token, r.Timeout, r.Lease, r.Limit, r.Value, r.Old, r.N, r.M, r.TTL)
 }
 
 // canonical renders a successfully parsed request as the shortest text
 // that means the same thing: single spaces, plain decimals, "_" for unused
-// lines, no optional lease when it is the default.
+// lines, no optional lease when it is the default, raw values verbatim.
+// The one exception: kset always spells its TTL, so that a value ending in
+// CR stays wire-legal (a trailing CR would be stripped by the reader).
 func canonical(r Request) (cmd, key, arg []byte) {
 	num := strconv.AppendInt
 	cmd = []byte(r.Op.String())
 	key, arg = r.Key, []byte("_")
+	shape := r.Op
+	if sh, ok := refShape[r.Op]; ok {
+		shape = sh
+	}
 	optLease := func(b []byte) []byte {
 		if r.Lease > 0 {
 			if len(b) > 0 {
@@ -195,7 +335,7 @@ func canonical(r Request) (cmd, key, arg []byte) {
 		}
 		return b
 	}
-	switch r.Op {
+	switch shape {
 	case OpPing, OpStats, OpBarrier:
 		key = []byte("_")
 	case OpAuth:
@@ -216,6 +356,22 @@ func canonical(r Request) (cmd, key, arg []byte) {
 		arg = optLease(num(append(num(nil, r.Timeout, 10), ' '), r.Limit, 10))
 	case OpSemEnqueue:
 		arg = optLease(num(nil, r.Limit, 10))
+	case OpIncr, OpDecr, OpCSet:
+		arg = num(nil, r.N, 10)
+	case OpGet, OpKGet, OpKDel, OpLPop, OpRPop, OpLLen, OpWatch, OpUnwatch, OpObserve, OpUnobserve:
+	case OpKSet:
+		arg = num(append(bytes.Clone(r.Value), '\t'), r.TTL, 10)
+	case OpKCAS:
+		arg = append(append(append(bytes.Clone(r.Old), '\t'), r.Value...), '\t')
+		if r.TTL > 0 {
+			arg = num(arg, r.TTL, 10)
+		}
+	case OpLPush, OpRPush, OpListen, OpUnlisten, OpSignal:
+		arg = r.Value
+	case OpLRange:
+		arg = num(append(num(nil, r.N, 10), ' '), r.M, 10)
+	case OpBWait:
+		arg = num(append(num(nil, r.N, 10), ' '), r.Timeout, 10)
 	default:
 		panic("canonical: " + r.Op.String())
 	}
@@ -228,11 +384,18 @@ func checkRequest(r Request) error {
 	if r.Op == OpUnknown || int(r.Op) >= len(opNames) {
 		return errors.New("op out of range")
 	}
+	shape := r.Op
+	if sh, ok := refShape[r.Op]; ok {
+		shape = sh
+	}
 	if r.Timeout < 0 || r.Timeout > MaxSeconds {
 		return fmt.Errorf("timeout %d out of [0, MaxSeconds]", r.Timeout)
 	}
 	if r.Lease < 0 || r.Lease > MaxSeconds {
 		return fmt.Errorf("lease %d out of [0, MaxSeconds]", r.Lease)
+	}
+	if r.TTL < 0 || r.TTL > MaxSeconds {
+		return fmt.Errorf("ttl %d out of [0, MaxSeconds]", r.TTL)
 	}
 	switch r.Op {
 	case OpSemLock, OpSemEnqueue:
@@ -254,7 +417,10 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("invalid key %q accepted", r.Key)
 		}
 	}
-	switch r.Op {
+	if r.Op == OpSignal && bytes.ContainsAny(r.Key, "*>") {
+		return fmt.Errorf("signal to pattern %q accepted", r.Key)
+	}
+	switch shape {
 	case OpRelease, OpSemRelease, OpRenew, OpSemRenew, OpStableRef:
 		if len(r.Token) == 0 {
 			return errors.New("empty token accepted")
@@ -271,22 +437,68 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("token %q set for %v", r.Token, r.Op)
 		}
 	}
+	if (shape == OpRenew || shape == OpSemRenew) && len(bytes.Fields(r.Token)) != 1 {
+		return fmt.Errorf("renew token %q is not one field", r.Token)
+	}
 	if r.Op == OpStableRef && len(r.Token) > MaxStableRef {
 		return fmt.Errorf("stable-ref of %d bytes", len(r.Token))
 	}
-	switch r.Op {
-	case OpLock, OpWait, OpSemLock, OpSemWait:
+	switch shape {
+	case OpLock, OpWait, OpSemLock, OpSemWait, OpBWait:
 	default:
 		if r.Timeout != 0 {
 			return fmt.Errorf("timeout set for %v", r.Op)
 		}
 	}
-	switch r.Op {
+	switch shape {
 	case OpLock, OpRenew, OpEnqueue, OpSemLock, OpSemRenew, OpSemEnqueue:
 	default:
 		if r.Lease != 0 {
 			return fmt.Errorf("lease set for %v", r.Op)
 		}
+	}
+
+	// rf fields (§B.5–B.11)
+	switch r.Op {
+	case OpKSet, OpKCAS, OpLPush, OpRPush, OpSignal:
+		if len(r.Value) == 0 {
+			return fmt.Errorf("empty value accepted for %v", r.Op)
+		}
+	case OpListen, OpUnlisten:
+		if !bytes.Equal(r.Value, bytes.TrimSpace(r.Value)) {
+			return fmt.Errorf("untrimmed group %q", r.Value)
+		}
+	default:
+		if len(r.Value) != 0 {
+			return fmt.Errorf("value %q set for %v", r.Value, r.Op)
+		}
+	}
+	switch r.Op {
+	case OpKSet, OpKCAS:
+		if bytes.IndexByte(r.Value, '\t') >= 0 || bytes.IndexByte(r.Old, '\t') >= 0 {
+			return fmt.Errorf("KV value %q / old %q holds a TAB", r.Value, r.Old)
+		}
+	default:
+		if r.TTL != 0 {
+			return fmt.Errorf("ttl set for %v", r.Op)
+		}
+	}
+	if r.Op != OpKCAS && len(r.Old) != 0 {
+		return fmt.Errorf("old %q set for %v", r.Old, r.Op)
+	}
+	switch r.Op {
+	case OpIncr, OpDecr, OpCSet, OpLRange:
+	case OpBWait:
+		if r.N < 1 {
+			return fmt.Errorf("barrier count %d accepted", r.N)
+		}
+	default:
+		if r.N != 0 {
+			return fmt.Errorf("n %d set for %v", r.N, r.Op)
+		}
+	}
+	if r.Op != OpLRange && r.M != 0 {
+		return fmt.Errorf("m %d set for %v", r.M, r.Op)
 	}
 	return nil
 }
