@@ -3,19 +3,66 @@ package engine
 import (
 	"encoding/json"
 
+	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 
 	"github.com/valyala/bytebufferpool"
 )
 
-// The v2 stats shape (spec §F.1). Field order and names are the wire
-// contract; arrays are never null.
-type statsDoc struct {
-	Connections    int        `json:"connections"`
-	Locks          []lockStat `json:"locks"`
-	Semaphores     []semStat  `json:"semaphores"`
-	IdleLocks      []idleStat `json:"idle_locks"`
-	IdleSemaphores []idleStat `json:"idle_semaphores"`
+// The stats documents (spec §F.1). Field order and names are the wire
+// contract; arrays are never null. v2 clients get the v2 shape plus the
+// arrays of the newer primitives (extra fields are safe for them); the rf
+// profile gets the redis-feats shape.
+type statsV2 struct {
+	Connections    int           `json:"connections"`
+	Locks          []lockStat    `json:"locks"`
+	Semaphores     []semStat     `json:"semaphores"`
+	IdleLocks      []idleStat    `json:"idle_locks"`
+	IdleSemaphores []idleStat    `json:"idle_semaphores"`
+	Counters       []counterStat `json:"counters"`
+	KVEntries      []kvStat      `json:"kv_entries"`
+	Fence          *fenceStat    `json:"fence,omitempty"`
+}
+
+type statsRF struct {
+	Connections    int           `json:"connections"`
+	Locks          []lockStat    `json:"locks"`
+	Semaphores     []semStat     `json:"semaphores"`
+	RWLocks        []struct{}    `json:"rw_locks"`
+	IdleLocks      []idleStat    `json:"idle_locks"`
+	IdleSemaphores []idleStat    `json:"idle_semaphores"`
+	Counters       []counterStat `json:"counters"`
+	KVEntries      []kvStat      `json:"kv_entries"`
+	Lists          []struct{}    `json:"lists"`
+	SignalChannels []struct{}    `json:"signal_channels"`
+	WatchChannels  []struct{}    `json:"watch_channels"`
+	Barriers       []struct{}    `json:"barriers"`
+	Fence          *fenceStat    `json:"fence,omitempty"`
+}
+
+// fenceStat shows the fence allocator: the last fence issued, the ceiling
+// durable on disk (with --fence-state-file), and the persister's counters.
+type fenceStat struct {
+	Last     uint64 `json:"last"`
+	Ceiling  uint64 `json:"ceiling,omitempty"`
+	Durable  bool   `json:"durable"`
+	Persists uint64 `json:"persists"`
+	Stalls   uint64 `json:"stalls"`
+	Failed   bool   `json:"failed"`
+}
+
+func (e *Engine) fenceStat() *fenceStat {
+	a, ok := e.cfg.Fences.(interface{ Stats() fence.Stats })
+	if !ok {
+		return nil
+	}
+	st := a.Stats()
+	fs := &fenceStat{Last: st.Last, Durable: st.Durable, Persists: st.Persists, Stalls: st.Stalls, Failed: st.Failed}
+	if st.Durable {
+		fs.Ceiling = st.Ceiling
+	}
+	return fs
 }
 
 type lockStat struct {
@@ -23,6 +70,7 @@ type lockStat struct {
 	OwnerConnID    uint64  `json:"owner_conn_id"`
 	LeaseExpiresIn float64 `json:"lease_expires_in_s"`
 	Waiters        int     `json:"waiters"`
+	Fence          uint64  `json:"fence,omitempty"` // rf only
 }
 
 type semStat struct {
@@ -37,54 +85,110 @@ type idleStat struct {
 	IdleS float64 `json:"idle_s"`
 }
 
-// AppendStats appends the stats JSON (one line, no LF) to dst. Locks and
-// semaphores are reported by namespace (spec §I.23): a semaphore of limit
-// 1 stays under "semaphores".
+type counterStat struct {
+	Key   string  `json:"key"`
+	Value int64   `json:"value"`
+	IdleS float64 `json:"idle_s"`
+}
+
+type kvStat struct {
+	Key      string  `json:"key"`
+	ValueLen int     `json:"value_len"`
+	TTL      int64   `json:"ttl"` // seconds left, 0 = none
+	IdleS    float64 `json:"idle_s"`
+}
+
+// statsCollector gathers entries shard by shard.
+type statsCollector struct {
+	locks               []lockStat
+	sems                []semStat
+	idleLocks, idleSems []idleStat
+	counters            []counterStat
+	kv                  []kvStat
+}
+
+func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
+
+// AppendStats appends the stats JSON (one line, no LF) to dst.
 func (e *Engine) AppendStats(dst []byte, connections int) []byte {
-	doc := statsDoc{
-		Connections:    connections,
-		Locks:          []lockStat{},
-		Semaphores:     []semStat{},
-		IdleLocks:      []idleStat{},
-		IdleSemaphores: []idleStat{},
+	c := statsCollector{
+		locks: []lockStat{}, sems: []semStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
+		counters: []counterStat{}, kv: []kvStat{},
 	}
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.lock()
-		now := e.clock.Now()
-		for ns, m := range sh.res {
-			for _, r := range m {
-				if r.idle() {
-					is := idleStat{Key: r.key, IdleS: float64(now-r.lastActive) / 1000}
-					if namespace(ns) == nsLock {
-						doc.IdleLocks = append(doc.IdleLocks, is)
-					} else {
-						doc.IdleSemaphores = append(doc.IdleSemaphores, is)
-					}
-					continue
-				}
-				if namespace(ns) == nsSem {
-					doc.Semaphores = append(doc.Semaphores, semStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
-					continue
-				}
-				ls := lockStat{Key: r.key, Waiters: r.queue.n}
-				if h := r.holders.head; h != nil {
-					ls.OwnerConnID = h.sess.ID
-					ls.LeaseExpiresIn = max(0, float64(h.timer.Deadline()-now)/1000)
-				}
-				doc.Locks = append(doc.Locks, ls)
-			}
-		}
+		e.collectLocked(sh, &c, e.clock.Now())
 		sh.unlock()
+	}
+	var doc any
+	if e.cfg.RF {
+		doc = &statsRF{
+			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: []struct{}{},
+			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
+			Lists: []struct{}{}, SignalChannels: []struct{}{}, WatchChannels: []struct{}{}, Barriers: []struct{}{},
+			Fence: e.fenceStat(),
+		}
+	} else {
+		doc = &statsV2{
+			Connections: connections, Locks: c.locks, Semaphores: c.sems,
+			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
+			Fence: e.fenceStat(),
+		}
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
-	enc := json.NewEncoder(buf)
-	if err := enc.Encode(&doc); err != nil {
+	if err := json.NewEncoder(buf).Encode(doc); err != nil {
 		panic("engine: stats document does not encode: " + err.Error())
 	}
 	b := buf.B
 	return append(dst, b[:len(b)-1]...) // Encode ends with LF; the reply adds its own
+}
+
+// collectLocked adds one shard's entries. v2 reports locks and semaphores
+// by namespace (spec §I.23: a limit-1 semaphore stays a semaphore); the rf
+// line has one map and lists limit-1 resources as locks.
+func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick) {
+	for ns, m := range sh.res {
+		for _, r := range m {
+			asLock := namespace(ns) == nsLock && (!e.cfg.RF || r.limit == 1)
+			if r.idle() {
+				is := idleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
+				if asLock {
+					c.idleLocks = append(c.idleLocks, is)
+				} else {
+					c.idleSems = append(c.idleSems, is)
+				}
+				continue
+			}
+			if !asLock {
+				c.sems = append(c.sems, semStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
+				continue
+			}
+			ls := lockStat{Key: r.key, Waiters: r.queue.n}
+			if h := r.holders.head; h != nil {
+				ls.OwnerConnID = h.sess.ID
+				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
+				if e.cfg.RF {
+					ls.Fence = h.token.Fence
+				}
+			}
+			c.locks = append(c.locks, ls)
+		}
+	}
+	for k, ctr := range sh.counters {
+		c.counters = append(c.counters, counterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
+	}
+	for k, kv := range sh.kv {
+		if kv.expired(now) {
+			continue
+		}
+		st := kvStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}
+		if kv.timer.Armed() {
+			st.TTL = int64(kv.timer.Deadline()-now+999) / 1000
+		}
+		c.kv = append(c.kv, st)
+	}
 }
 
 // GC prunes lock and semaphore keys idle for --gc-max-idle (spec §D.6).
@@ -110,10 +214,10 @@ func (e *Engine) Drain() {
 				for sl := r.queue.head; sl != nil; {
 					next := sl.next
 					if sl.blocked {
-						sess := sl.sess
+						sess, tag := sl.sess, sl.tag
 						r.queue.remove(sl)
 						sh.freeSlotLocked(sl)
-						e.notify.Deliver(sess, status(parse.StatusError))
+						e.notify.Deliver(sess, Result{Status: parse.StatusError, Tag: tag})
 					}
 					sl = next
 				}

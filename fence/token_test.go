@@ -86,7 +86,7 @@ func TestSaltLooksRandom(t *testing.T) {
 	s := NewSalt()
 	seen := make(map[uint64]bool)
 	var ones int
-	const n = 10_000 // crosses many 4 KiB refills
+	const n = 10_000
 	for range n {
 		v := s.Next()
 		if seen[v] {
