@@ -1,0 +1,511 @@
+// Command dflocksuite runs the whole comparative benchmark of dflockd-ng in
+// one go and writes the generated section of PERF.md.
+//
+//	go run ./benchmarks/cmd/dflocksuite --quick   # ~2 minutes
+//	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~20 minutes
+//
+// It builds ./cmd/dflockd into a temporary directory and starts it, the
+// gnet ceiling, the dflockd-like baseline, a throw-away redis-server and,
+// when it installs and runs, etcd — each on a free loopback port, pinned
+// to the server CPU(s) — and drives them from this process, pinned to the
+// client CPU(s) (it re-executes itself under taskset). --target adds any
+// other dflockd-protocol server by address.
+//
+// Any error or wrong reply from a target stops the suite with a message
+// naming the target and the reply, and exit status 1; PERF.md is then left
+// alone. Optional peers that cannot run here (etcd) are reported as
+// unavailable instead.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/benchmarks/loadgen"
+	"github.com/dflockd-ng/dflockd/benchmarks/suite"
+)
+
+const pinnedEnv = "DFLOCKSUITE_PINNED"
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		os.Exit(serveMain(os.Args[2:]))
+	}
+	os.Exit(suiteMain(os.Args[1:], os.Stderr))
+}
+
+type runner struct {
+	stderr  io.Writer
+	logw    *os.File
+	logPath string
+	tmp     string
+	repo    string
+	install bool
+
+	serverCPUs, clientCPUs string
+	pinNote                string
+
+	quick      bool
+	reps       int
+	warmup     time.Duration
+	duration   time.Duration
+	settle     time.Duration
+	lockConns  []int
+	hotConns   []int
+	depths     []int
+	ngLoops    int
+	ngMaxLocks int
+	extra      namedAddrs
+	noRedis    bool
+	noEtcd     bool
+	noMemory   bool
+	noWrite    bool
+	perfPath   string
+	resultsDir string
+	memLocks   int
+	memLockC   int
+	memIdle    int
+	memWaiters int
+
+	ngBin    string
+	procs    []*proc
+	cleanups []func()
+	targets  []*target
+	notes    []string
+}
+
+// target is one server under test.
+type target struct {
+	name    string
+	addr    string
+	kind    string // "line", "redis", "etcd"
+	release loadgen.RedisRelease
+	pid     int
+	hot     bool // can run the hot workload
+}
+
+func suiteMain(args []string, stderr io.Writer) int {
+	s := &runner{stderr: stderr}
+	fs := flag.NewFlagSet("dflocksuite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, one repetition, short windows")
+	reps := fs.Int("reps", 0, "repetitions (default 3, --quick 1)")
+	warm := fs.Duration("warmup", 0, "warm-up per run (default 1s, --quick 500ms)")
+	dur := fs.Duration("duration", 0, "measured window per run (default 3s, --quick 2s)")
+	fs.DurationVar(&s.settle, "settle", 300*time.Millisecond, "pause between runs")
+	conns := fs.String("conns", "", "lock workload connections (default 1,10,50,200,500; --quick 10,50)")
+	hot := fs.String("hot-conns", "", "hot workload connections at depth 1 (default 10,50,200; --quick none); \"none\" skips")
+	depths := fs.String("depth", "1,16", "pipeline depths of the lock workload")
+	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
+	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
+	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port` (loopback, repeatable)")
+	fs.BoolVar(&s.noRedis, "no-redis", false, "skip Redis")
+	fs.BoolVar(&s.noEtcd, "no-etcd", false, "skip etcd")
+	fs.BoolVar(&s.noMemory, "no-memory", false, "skip the memory scenarios")
+	fs.BoolVar(&s.noWrite, "no-write", false, "do not touch PERF.md, the charts or the raw results")
+	fs.BoolVar(&s.install, "install", true, "apt-get install redis-server / etcd-server when missing")
+	pin := fs.Bool("pin", true, "pin servers and load generator to different CPUs (taskset)")
+	fs.StringVar(&s.serverCPUs, "server-cpus", "0", "CPU list of the servers")
+	fs.StringVar(&s.clientCPUs, "client-cpus", "1", "CPU list of the load generator")
+	fs.StringVar(&s.perfPath, "perf", "", "PERF.md to update (default <repo>/PERF.md)")
+	fs.StringVar(&s.resultsDir, "results", "", "charts and raw JSON (default <repo>/benchmarks/results)")
+	fs.IntVar(&s.memLocks, "mem-locks", 100000, "memory scenario: held locks")
+	fs.IntVar(&s.memLockC, "mem-lock-conns", 100, "memory scenario: connections holding them")
+	fs.IntVar(&s.memIdle, "mem-idle", 10000, "memory scenario: idle connections")
+	fs.IntVar(&s.memWaiters, "mem-waiters", 10000, "memory scenario: waiters on one key")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dflocksuite: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	def := func(quick, full string) string {
+		if s.quick {
+			return quick
+		}
+		return full
+	}
+	s.reps = *reps
+	if s.reps == 0 {
+		s.reps = 3
+		if s.quick {
+			s.reps = 1
+		}
+	}
+	s.warmup, s.duration = *warm, *dur
+	if s.warmup == 0 {
+		s.warmup = map[bool]time.Duration{true: 500 * time.Millisecond, false: time.Second}[s.quick]
+	}
+	if s.duration == 0 {
+		s.duration = map[bool]time.Duration{true: 2 * time.Second, false: 3 * time.Second}[s.quick]
+	}
+	var err error
+	if *conns == "" {
+		*conns = def("10,50", "1,10,50,200,500")
+	}
+	if *hot == "" {
+		*hot = def("none", "10,50,200")
+	}
+	if s.lockConns, err = parseInts("conns", *conns); err != nil {
+		return usageErr(stderr, err)
+	}
+	if *hot != "none" {
+		if s.hotConns, err = parseInts("hot-conns", *hot); err != nil {
+			return usageErr(stderr, err)
+		}
+	}
+	if s.depths, err = parseInts("depth", *depths); err != nil {
+		return usageErr(stderr, err)
+	}
+	if s.reps < 1 || s.reps > 20 || s.duration > time.Minute || s.warmup > time.Minute {
+		return usageErr(stderr, errors.New("--reps must be 1..20, --warmup and --duration at most 1m"))
+	}
+
+	// Pinning: re-execute under taskset so the load generator's every
+	// thread stays on the client CPUs; servers are started under taskset
+	// on the server CPUs.
+	if !*pin {
+		s.serverCPUs, s.clientCPUs = "", ""
+		s.pinNote = "off (--pin=false)"
+	} else if os.Getenv(pinnedEnv) == "" {
+		if runtime.NumCPU() < 2 {
+			s.serverCPUs, s.clientCPUs = "", ""
+			s.pinNote = fmt.Sprintf("off: only %d CPU", runtime.NumCPU())
+		} else if ts, err := exec.LookPath("taskset"); err != nil {
+			s.serverCPUs, s.clientCPUs = "", ""
+			s.pinNote = "off: taskset not found"
+		} else {
+			exe, err := os.Executable()
+			if err == nil {
+				env := append(os.Environ(), pinnedEnv+"="+s.clientCPUs)
+				argv := append([]string{"taskset", "-c", s.clientCPUs, exe}, args...)
+				err = syscall.Exec(ts, argv, env)
+			}
+			fmt.Fprintf(stderr, "dflocksuite: re-exec under taskset failed (%v); running unpinned\n", err)
+			s.serverCPUs, s.clientCPUs = "", ""
+			s.pinNote = "off: re-exec under taskset failed"
+		}
+	}
+	if s.serverCPUs != "" {
+		s.pinNote = fmt.Sprintf("servers on CPU %s, load generator on CPU %s (taskset)", s.serverCPUs, s.clientCPUs)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := s.run(ctx, args); err != nil {
+		fmt.Fprintf(stderr, "dflocksuite: FAILED: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func usageErr(w io.Writer, err error) int {
+	fmt.Fprintln(w, "dflocksuite:", err)
+	return 2
+}
+
+func (s *runner) run(ctx context.Context, args []string) (err error) {
+	if s.repo, err = findRepo(); err != nil {
+		return err
+	}
+	if s.perfPath == "" {
+		s.perfPath = filepath.Join(s.repo, "PERF.md")
+	}
+	if s.resultsDir == "" {
+		s.resultsDir = filepath.Join(s.repo, "benchmarks", "results")
+	}
+	if s.tmp, err = os.MkdirTemp("", "dflocksuite-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(s.tmp)
+	s.logPath = filepath.Join(s.tmp, "servers.log")
+	if s.logw, err = os.Create(s.logPath); err != nil {
+		return err
+	}
+	defer func() {
+		s.stopAll()
+		for _, c := range s.cleanups {
+			c()
+		}
+		if err != nil {
+			// Keep the servers' output where the message can point to it.
+			if b, rerr := os.ReadFile(s.logPath); rerr == nil && len(b) > 0 {
+				keep := filepath.Join(os.TempDir(), "dflocksuite-servers.log")
+				if os.WriteFile(keep, b, 0o644) == nil {
+					err = fmt.Errorf("%w (server output: %s)", err, keep)
+				}
+			}
+		}
+		s.logw.Close()
+	}()
+	start := time.Now()
+	envKV := s.environment(start)
+	fmt.Fprintf(s.stderr, "dflocksuite: %s mode; %s; load average %s\n", map[bool]string{true: "quick", false: "full"}[s.quick], s.pinNote, loadavg())
+
+	if err := s.startTargets(ctx); err != nil {
+		return err
+	}
+	recs, err := s.runMatrix(ctx)
+	if err != nil {
+		return err
+	}
+	var mem []suite.MemResult
+	if !s.noMemory {
+		s.stopAll() // the throughput servers are done; memory uses fresh ones
+		if mem, err = s.memory(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
+	return s.write(args, envKV, recs, mem)
+}
+
+// findRepo walks up from the working directory to the module root.
+func findRepo() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/dflockd-ng/dflockd\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the dflockd-ng module (no go.mod of github.com/dflockd-ng/dflockd above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+func loadavg() string {
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			return strings.Join(f[:3], " ")
+		}
+	}
+	return "?"
+}
+
+// startTargets builds and starts every server and lists the targets in
+// column order.
+func (s *runner) startTargets(ctx context.Context) error {
+	// dflockd-ng
+	bin := filepath.Join(s.tmp, "dflockd")
+	fmt.Fprintf(s.stderr, "dflocksuite: building ./cmd/dflockd …\n")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dflockd")
+	build.Dir = s.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/dflockd: %v\n%s", err, out)
+	}
+	ng, err := s.startNG(ctx, bin)
+	if err != nil {
+		return err
+	}
+	s.targets = append(s.targets, &target{name: "ng", addr: ng.addr, kind: "line", pid: ng.pid, hot: true})
+	s.ngBin = bin
+
+	c, err := s.startRef(ctx, "ceiling")
+	if err != nil {
+		return err
+	}
+	s.targets = append(s.targets, &target{name: "ceiling", addr: c.addr, kind: "line", pid: c.pid, hot: true})
+	b, err := s.startRef(ctx, "baseline")
+	if err != nil {
+		return err
+	}
+	s.targets = append(s.targets, &target{name: "baseline", addr: b.addr, kind: "line", pid: b.pid, hot: true})
+
+	if !s.noRedis {
+		r, err := s.startRedis(ctx)
+		if err != nil {
+			return fmt.Errorf("redis: %w (--no-redis skips it)", err)
+		}
+		s.targets = append(s.targets,
+			&target{name: "redis", addr: r.addr, kind: "redis", release: loadgen.ReleaseCAS, pid: r.pid},
+			&target{name: "redis-del", addr: r.addr, kind: "redis", release: loadgen.ReleaseDel, pid: r.pid})
+		s.notes = append(s.notes, "`redis` = `SET key val NX PX ttl` + compare-and-delete script (`EVAL`), the safe release; `redis-del` = same acquire + plain `DEL`. Both against one redis-server (persistence off); every run uses keys of its own.")
+	}
+	if !s.noEtcd {
+		t, err := s.startEtcd(ctx)
+		if err != nil {
+			s.notes = append(s.notes, "etcd: unavailable: "+err.Error())
+			fmt.Fprintf(s.stderr, "dflocksuite: etcd unavailable: %v\n", err)
+		} else {
+			s.targets = append(s.targets, t)
+		}
+	}
+	for _, e := range s.extra {
+		if err := probeLine(e.addr); err != nil {
+			return fmt.Errorf("target %s (%s): %w", e.name, e.addr, err)
+		}
+		s.targets = append(s.targets, &target{name: e.name, addr: e.addr, kind: "line", hot: true})
+	}
+	s.notes = append(s.notes,
+		fmt.Sprintf("`ng` = dflockd-ng built from this tree, `--loops %d --max-locks %d`; `ceiling` = gnet server with dflockd framing and fixed replies (%d loop), the upper bound; `baseline` = dflockd's architecture (goroutine per connection, one mutex).", s.ngLoops, s.ngMaxLocks, s.ngLoops))
+	return nil
+}
+
+func (s *runner) startNG(ctx context.Context, bin string, extra ...string) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	args := append([]string{"--host", "127.0.0.1", "--port", port, "--loops", fmt.Sprint(s.ngLoops),
+		"--max-locks", fmt.Sprint(s.ngMaxLocks), "--max-waiters", "0", "--read-timeout", "600"}, extra...)
+	return s.startProc(ctx, "dflockd-ng", bin, args, addr, probeLine)
+}
+
+func (s *runner) startRef(ctx context.Context, kind string) (*proc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return s.startProc(ctx, kind, exe, []string{"serve", kind, "--addr", addr,
+		"--loops", fmt.Sprint(s.ngLoops), "--max-locks", fmt.Sprint(s.ngMaxLocks)}, addr, probeLine)
+}
+
+func (s *runner) startRedis(ctx context.Context) (*proc, error) {
+	bin, err := s.ensureBinary(ctx, "redis-server", "redis-server")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	return s.startProc(ctx, "redis-server", bin, []string{"--bind", "127.0.0.1", "--port", port,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+		"--maxclients", "20000", "--protected-mode", "no"}, addr, probeRedis)
+}
+
+// environment describes machine and build for the report.
+func (s *runner) environment(now time.Time) []suite.KV {
+	cpu := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := "?"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(b))
+	}
+	gnet := "?"
+	if b, err := os.ReadFile(filepath.Join(s.repo, "go.mod")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "github.com/panjf2000/gnet/v2" {
+				gnet = f[1]
+			}
+		}
+	}
+	mode := "full"
+	if s.quick {
+		mode = "quick"
+	}
+	return []suite.KV{
+		{Key: "CPU", Value: cpu},
+		{Key: "cores", Value: fmt.Sprint(cpuCount())},
+		{Key: "GOMAXPROCS (load generator)", Value: fmt.Sprint(runtime.GOMAXPROCS(0))},
+		{Key: "Go", Value: runtime.Version()},
+		{Key: "gnet", Value: gnet},
+		{Key: "kernel", Value: kernel},
+		{Key: "date", Value: now.UTC().Format("2006-01-02 15:04 MST")},
+		{Key: "pinning", Value: s.pinNote},
+		{Key: "load average at start", Value: loadavg()},
+		{Key: "mode", Value: fmt.Sprintf("%s: %d repetition(s), %v warm-up + %v window per run", mode, s.reps, s.warmup, s.duration)},
+	}
+}
+
+// cpuCount is the machine's CPU count, not this (pinned) process's.
+func cpuCount() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	return strings.Count(string(b), "\nprocessor") + map[bool]int{true: 1}[strings.HasPrefix(string(b), "processor")]
+}
+
+// write updates the raw results, charts and PERF.md.
+func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult) error {
+	mode := "full"
+	if s.quick {
+		mode = "quick"
+	}
+	var order []string
+	for _, t := range s.targets {
+		order = append(order, t.name)
+	}
+	rep := &suite.Report{
+		Title:   "Comparative benchmark (generated)",
+		Env:     env,
+		Command: strings.TrimSpace("go run ./benchmarks/cmd/dflocksuite " + strings.Join(args, " ")),
+		Subject: "ng", Targets: order, Records: recs, Memory: mem, Notes: s.notes,
+	}
+	perfDir := filepath.Dir(s.perfPath)
+	var files = map[string][]byte{}
+	for _, g := range suite.Groups(recs) {
+		thr, lat := suite.ChartsFor(recs, g, order)
+		for _, c := range []struct {
+			ch   *suite.Chart
+			kind string
+		}{{thr, "throughput"}, {lat, "p99"}} {
+			name := fmt.Sprintf("%s-%s-d%d-%s.svg", mode, g.Workload, g.Depth, c.kind)
+			p := filepath.Join(s.resultsDir, name)
+			files[p] = c.ch.SVG()
+			rel, _ := filepath.Rel(perfDir, p)
+			rep.Charts = append(rep.Charts, suite.ChartRef{Title: c.ch.Title, Path: filepath.ToSlash(rel)})
+		}
+	}
+	raw := filepath.Join(s.resultsDir, "suite-"+mode+".json")
+	rel, _ := filepath.Rel(perfDir, raw)
+	rep.RawPath = filepath.ToSlash(rel)
+	blob, err := json.MarshalIndent(map[string]any{"environment": env, "notes": s.notes, "runs": recs, "memory": mem}, "", "  ")
+	if err != nil {
+		return err
+	}
+	files[raw] = append(blob, '\n')
+	md := rep.Markdown()
+	fmt.Fprintf(s.stderr, "\n%s\n", md)
+	if s.noWrite {
+		return nil
+	}
+	if err := os.MkdirAll(s.resultsDir, 0o755); err != nil {
+		return err
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := suite.WriteSection(s.perfPath, md); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.stderr, "dflocksuite: wrote %s (generated section), %d charts and %s\n", s.perfPath, len(rep.Charts), raw)
+	return nil
+}

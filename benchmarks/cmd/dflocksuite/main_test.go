@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wrongServer answers every dflockd request with reply.
+func wrongServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					for i := 0; i < 3; i++ {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+					}
+					if _, err := c.Write([]byte(reply)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestSuiteFailsLoudlyOnWrongReply(t *testing.T) {
+	addr := wrongServer(t, "ok not-a-lease\n")
+	var stderr bytes.Buffer
+	s := &runner{stderr: &stderr, reps: 1, warmup: 50 * time.Millisecond, duration: 200 * time.Millisecond,
+		lockConns: []int{2}, depths: []int{1},
+		targets: []*target{{name: "fake", addr: addr, kind: "line"}}}
+	_, err := s.runMatrix(context.Background())
+	if err == nil {
+		t.Fatal("wrong replies were accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{"target fake", "ok not-a-lease"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not name %q", msg, want)
+		}
+	}
+	if !strings.Contains(stderr.String(), "[1/1] fake lock c=2 d=1 rep 1/1") || !strings.Contains(stderr.String(), "FAIL") {
+		t.Errorf("progress line missing: %q", stderr.String())
+	}
+}
+
+func TestJobsMatrix(t *testing.T) {
+	s := &runner{reps: 3, lockConns: []int{1, 10, 50, 200, 500}, depths: []int{1, 16}, hotConns: []int{10, 50, 200},
+		targets: []*target{{name: "ng", kind: "line", hot: true}, {name: "redis", kind: "redis"}, {name: "etcd", kind: "etcd"}}}
+	jobs := s.jobs()
+	// per rep: lock 5×2×(ng, redis) + 5×1 (etcd, depth 1 only) + hot 3 (ng)
+	if want := 3 * (20 + 5 + 3); len(jobs) != want {
+		t.Fatalf("%d jobs, want %d", len(jobs), want)
+	}
+	for _, j := range jobs {
+		if j.t.kind == "etcd" && j.depth != 1 || j.workload == "hot" && !j.t.hot {
+			t.Fatalf("impossible job %+v", j)
+		}
+	}
+}
+
+func TestTargetFlag(t *testing.T) {
+	var n namedAddrs
+	if err := n.Set("dflockd=127.0.0.1:6388"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1"} {
+		if err := n.Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

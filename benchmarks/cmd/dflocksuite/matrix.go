@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/benchmarks/loadgen"
+	"github.com/dflockd-ng/dflockd/benchmarks/procstat"
+	"github.com/dflockd-ng/dflockd/benchmarks/suite"
+)
+
+// job is one run of the matrix.
+type job struct {
+	t        *target
+	workload loadgen.Workload
+	conns    int
+	depth    int
+	rep      int
+}
+
+// jobs lists the matrix. Targets are interleaved inside every
+// configuration and repetitions are the outer loop, so a slow drift of the
+// machine touches every target alike.
+func (s *runner) jobs() []job {
+	var out []job
+	for rep := 1; rep <= s.reps; rep++ {
+		for _, c := range s.lockConns {
+			for _, d := range s.depths {
+				for _, t := range s.targets {
+					if t.kind == "etcd" && d > 1 {
+						continue // the etcd client has no pipelining: Lock blocks
+					}
+					out = append(out, job{t, loadgen.Lock, c, d, rep})
+				}
+			}
+		}
+		for _, c := range s.hotConns {
+			for _, t := range s.targets {
+				if t.hot {
+					out = append(out, job{t, loadgen.Hot, c, 1, rep})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *runner) runMatrix(ctx context.Context) ([]suite.Record, error) {
+	jobs := s.jobs()
+	var recs []suite.Record
+	start := time.Now()
+	for i, j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("interrupted: %w", err)
+		}
+		if i > 0 {
+			time.Sleep(s.settle)
+		}
+		eta := ""
+		if i > 0 {
+			per := time.Since(start) / time.Duration(i)
+			eta = fmt.Sprintf(", eta %v", (per * time.Duration(len(jobs)-i)).Round(time.Second))
+		}
+		fmt.Fprintf(s.stderr, "[%d/%d] %s %s c=%d d=%d rep %d/%d (elapsed %v%s) … ", i+1, len(jobs), j.t.name, j.workload,
+			j.conns, j.depth, j.rep, s.reps, time.Since(start).Round(time.Second), eta)
+		var rec suite.Record
+		var err error
+		if j.t.kind == "etcd" {
+			rec, err = s.runEtcd(ctx, j)
+		} else {
+			rec, err = s.runLoad(ctx, j)
+		}
+		if err != nil {
+			fmt.Fprintln(s.stderr, "FAIL")
+			return nil, fmt.Errorf("target %s, %s c=%d d=%d rep %d: %w", j.t.name, j.workload, j.conns, j.depth, j.rep, err)
+		}
+		fmt.Fprintf(s.stderr, "%s pairs/s, p99 %s\n", suite.FmtRate(rec.PairsPerS), suite.FmtNs(float64(rec.P99Ns)))
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// windowProbe samples a server's CPU time at the edges of the window.
+type windowProbe struct {
+	pid      int
+	mu       sync.Mutex
+	a, b     procstat.Sample
+	n        int
+	firstErr error
+}
+
+func (p *windowProbe) take(dst *procstat.Sample) {
+	smp, err := procstat.Take(p.pid)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*dst = smp
+	p.n++
+	if err != nil && p.firstErr == nil {
+		p.firstErr = err
+	}
+}
+
+func (p *windowProbe) usage() (procstat.Usage, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.firstErr != nil {
+		return procstat.Usage{}, false, p.firstErr
+	}
+	if p.n != 2 {
+		return procstat.Usage{}, false, nil
+	}
+	return p.b.Since(p.a), true, nil
+}
+
+func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
+	cfg := loadgen.Config{
+		Name: j.t.name, Addr: j.t.addr, Proto: loadgen.ProtoLine,
+		Workload: j.workload, Conns: j.conns, Depth: j.depth,
+		Warmup: s.warmup, Duration: s.duration,
+		KeyPrefix: "suite", RedisRelease: j.t.release,
+	}
+	if j.t.kind == "redis" {
+		cfg.Proto = loadgen.ProtoRedis
+	}
+	var probe *windowProbe
+	if j.t.pid > 0 {
+		probe = &windowProbe{pid: j.t.pid}
+		cfg.OnWindowStart = func() { probe.take(&probe.a) }
+		cfg.OnWindowEnd = func() { probe.take(&probe.b) }
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.warmup+s.duration+time.Minute)
+	defer cancel()
+	res, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		return suite.Record{}, err
+	}
+	rec := suite.Record{
+		Target: j.t.name, Workload: string(j.workload), Conns: j.conns, Depth: j.depth, Rep: j.rep,
+		PairsPerS: res.PairRate, ReqPerS: res.RequestRate,
+		P50Ns: int64(res.Latency.P50), P99Ns: int64(res.Latency.P99), P999Ns: int64(res.Latency.P999), MaxNs: int64(res.Latency.Max),
+	}
+	if res.Pairs == 0 {
+		return rec, fmt.Errorf("no acquire+release pair completed in the window")
+	}
+	if probe != nil {
+		u, ok, err := probe.usage()
+		if err != nil {
+			return rec, fmt.Errorf("server measurement: %w", err)
+		}
+		if ok {
+			rec.CPUPerPairNs = float64(u.PerOp(res.Pairs))
+			rec.Cores = u.Cores
+			rec.RSSBytes = u.RSS
+		}
+	}
+	return rec, nil
+}
+
+// namedAddr is one "name=host:port" flag value.
+type namedAddr struct{ name, addr string }
+
+type namedAddrs []namedAddr
+
+func (n *namedAddrs) String() string {
+	var p []string
+	for _, a := range *n {
+		p = append(p, a.name+"="+a.addr)
+	}
+	return strings.Join(p, ",")
+}
+
+var reserved = map[string]bool{"ng": true, "ceiling": true, "baseline": true, "redis": true, "redis-del": true, "etcd": true}
+
+func (n *namedAddrs) Set(v string) error {
+	name, addr, ok := strings.Cut(v, "=")
+	if !ok || name == "" || reserved[name] {
+		return fmt.Errorf("%q: want name=host:port with a name other than %v", v, "ng, ceiling, baseline, redis, redis-del, etcd")
+	}
+	for _, a := range *n {
+		if a.name == name {
+			return fmt.Errorf("%q: duplicate name", v)
+		}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: %w", v, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: not a loopback address", v)
+	}
+	*n = append(*n, namedAddr{name, addr})
+	return nil
+}
+
+func parseInts(flagName, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 || v > 20000 {
+			return nil, fmt.Errorf("--%s: %q is not an integer in [1, 20000]", flagName, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

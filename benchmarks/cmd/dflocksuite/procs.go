@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is a server started by the suite.
+type proc struct {
+	name   string
+	addr   string
+	pid    int
+	cmd    *exec.Cmd
+	exited chan struct{}
+	done   bool
+}
+
+// pinPrefix returns the command prefix that pins a server to the server
+// CPUs (nothing when pinning is off).
+func (s *runner) pinPrefix(exe string, args []string) (string, []string) {
+	if s.serverCPUs == "" {
+		return exe, args
+	}
+	return "taskset", append([]string{"-c", s.serverCPUs, exe}, args...)
+}
+
+// startProc runs a server and waits until addr answers a probe.
+func (s *runner) startProc(ctx context.Context, name, exe string, args []string, addr string, probe func(string) error) (*proc, error) {
+	exe, args = s.pinPrefix(exe, args)
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout = s.logw
+	cmd.Stderr = s.logw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := probe(addr)
+		if err == nil {
+			s.procs = append(s.procs, p)
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("%s exited during startup (%v); its output is in %s", name, cmd.ProcessState, s.logPath)
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s on %s did not answer within 20 s: %v", name, addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *proc) stop() {
+	if p == nil || p.done {
+		return
+	}
+	p.done = true
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func (s *runner) stopAll() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].stop()
+	}
+	s.procs = nil
+}
+
+// freeAddr asks the kernel for a free loopback port.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// probeLine sends a dflockd ping and wants "ok".
+func probeLine(addr string) error {
+	return probe(addr, "ping\n_\n_\n", "ok\n")
+}
+
+func probeRedis(addr string) error { return probe(addr, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n") }
+
+func probe(addr, req, want string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		return err
+	}
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("probe answered %q, want %q", got, want)
+	}
+	return nil
+}
+
+// pinThreads pins every thread of a running process (for servers the
+// suite cannot start under taskset).
+func pinThreads(pid int, cpus string) error {
+	var set unix.CPUSet
+	for _, f := range strings.Split(cpus, ",") {
+		lo, hi, rng := strings.Cut(f, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return fmt.Errorf("cpu list %q", cpus)
+		}
+		b := a
+		if rng {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return fmt.Errorf("cpu list %q", cpus)
+			}
+		}
+		for c := a; c <= b; c++ {
+			set.Set(c)
+		}
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureBinary finds bin in PATH, installing the Debian package pkg when
+// allowed and missing. The install is bounded to 5 minutes.
+func (s *runner) ensureBinary(ctx context.Context, bin, pkg string) (string, error) {
+	if p, err := exec.LookPath(bin); err == nil {
+		return p, nil
+	}
+	if !s.install {
+		return "", fmt.Errorf("%s not installed (apt-get install -y %s; --install=false forbids the suite to)", bin, pkg)
+	}
+	fmt.Fprintf(s.stderr, "dflocksuite: %s missing: apt-get install -y %s …\n", bin, pkg)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "+pkg)
+	cmd.Stdout, cmd.Stderr = s.logw, s.logw
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("apt-get install %s: %v (log in %s)", pkg, err, s.logPath)
+	}
+	return exec.LookPath(bin)
+}
