@@ -68,6 +68,10 @@ type Result struct {
 	// Blocked: no reply yet; exactly one Result for this request will
 	// reach the session through the Notifier.
 	Blocked bool
+	// Tag is the caller's tag of a tagged acquire (AcquireTagged, see
+	// foreign.go), copied into its delivery so that a session with several
+	// parked acquires can tell them apart; 0 for every other request.
+	Tag uint32
 }
 
 // ResultKind tells the loop how to encode a Result.
@@ -182,7 +186,9 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 // Do executes a request for session s.
 func (e *Engine) Do(s *Session, r *parse.Request) Result {
 	ns := nsLock
-	if r.Op.Semaphore() {
+	if r.Op.Semaphore() && !e.cfg.RF {
+		// v2 keeps separate namespaces; the rf line has one map where a
+		// lock is a semaphore of limit 1 (spec §B.2).
 		ns = nsSem
 	}
 	switch r.Op {

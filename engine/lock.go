@@ -99,9 +99,10 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
 	for r.queue.n > 0 && r.holders.n < int(r.limit) {
 		sl := r.queue.head
 		r.queue.remove(sl)
-		sess, blocked := sl.sess, sl.blocked
+		sess, blocked, tag := sl.sess, sl.blocked, sl.tag
 		sl.blocked = false
 		res := sh.grantLocked(sl, now)
+		res.Tag = tag // tagged acquires (foreign.go); 0 otherwise
 		if blocked {
 			sh.eng.notify.Deliver(sess, res)
 		}
@@ -115,6 +116,17 @@ func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Tick) {
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
 	sh.handOffLocked(r, now)
+}
+
+// leaseEndedLocked runs when a holder's lease timer fires. In the rf
+// profile an expired holder nobody waits behind stays on record, as it
+// does under dflockd's sweeper, so that its renew can still answer
+// error_lease_expired; the next acquire of the key or the GC evicts it.
+func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Tick) {
+	if sh.eng.cfg.RF && sl.res.queue.n == 0 && !sl.twoPhase {
+		return
+	}
+	sh.expireHolderLocked(sl, now)
 }
 
 // expireHolderLocked ends a lease. A two-phase grant nobody has observed
@@ -143,27 +155,26 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Tick) {
 	}
 }
 
-// holderLocked finds the live holder of token text tok on key, evicting it
-// first if its lease has run out (then it reports nil: an expired lease is
-// never renewed or released, spec §B.1).
-func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Tick) *slot {
+// holderLocked finds the live holder of token text tok on key. A holder
+// whose lease has run out is evicted and reported as expired instead: an
+// expired lease is never renewed or released (spec §B.1).
+func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Tick) (sl *slot, expired bool) {
 	t, ok := fence.ParseToken(tok)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
-		return nil
+		return nil, false
 	}
-	sl := r.holders.findToken(t)
-	if sl == nil {
-		return nil
+	if sl = r.holders.findToken(t); sl == nil {
+		return nil, false
 	}
 	if sl.timer.Deadline() <= now {
 		sh.expireHolderLocked(sl, now)
-		return nil
+		return nil, true
 	}
-	return sl
+	return sl, false
 }
 
 // release serves r and sr.
@@ -172,7 +183,7 @@ func (e *Engine) release(ns namespace, key, tok []byte) Result {
 	sh.lock()
 	defer sh.unlock()
 	now := e.clock.Now()
-	sl := sh.holderLocked(ns, key, tok, now)
+	sl, _ := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
 		return status(parse.StatusError)
 	}
@@ -187,8 +198,11 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
 	sh.lock()
 	defer sh.unlock()
 	now := e.clock.Now()
-	sl := sh.holderLocked(ns, key, tok, now)
+	sl, expired := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
+		if expired && e.cfg.RF {
+			return status(parse.StatusErrorLeaseExpired) // spec §B.0, §I.4
+		}
 		return status(parse.StatusError)
 	}
 	sl.lease = leaseMs

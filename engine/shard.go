@@ -95,6 +95,9 @@ func (s *shard) gcLocked(now timerwheel.Tick, maxIdle int64) {
 	old := func(t timerwheel.Tick) bool { return now-t >= timerwheel.Tick(maxIdle) }
 	for _, m := range s.res {
 		for k, r := range m {
+			if s.eng.cfg.RF && r.holders.n > 0 {
+				s.evictExpiredLocked(r, now) // rf keeps them until a sweep
+			}
 			if r.idle() && old(r.lastActive) {
 				delete(m, k)
 				s.eng.keys.Add(-1)
@@ -140,6 +143,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil
 	sl.twoPhase, sl.blocked = false, false
+	sl.tag = 0
 	sl.prev = nil
 	sl.next = s.free
 	s.free = sl
@@ -184,7 +188,7 @@ func (s *shard) fireLocked(n *timerwheel.Node) {
 		case slotWaiting:
 			s.timeoutWaiterLocked(o, now)
 		case slotHolding:
-			s.expireHolderLocked(o, now)
+			s.leaseEndedLocked(o, now)
 		}
 	case *kvEntry:
 		s.deleteKVLocked(o)

@@ -44,6 +44,9 @@ type slot struct {
 	// of a recycled slot is recognisable. Written under the shard lock,
 	// read without it only to compact a session's records.
 	gen atomic.Uint32
+	// tag is the Result.Tag of a tagged acquire (foreign.go), 0 otherwise.
+	// It sits in gen's padding, so the slot stays in its size class.
+	tag uint32
 }
 
 // slotList is an intrusive doubly-linked FIFO of slots.

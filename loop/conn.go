@@ -23,6 +23,9 @@ type conn struct {
 	lp   *loopState
 	srv  *Server
 	sess *engine.Session
+	// gd is the godistlock protocol state (godistlock.go); nil for a
+	// connection on the dflockd listener.
+	gd *gdState
 
 	authed bool
 	// blocked: a request is parked in the engine; input is left unparsed
@@ -35,6 +38,9 @@ type conn struct {
 	closing   bool
 	closed    bool
 	stableRef bool
+
+	// crless holds rf frames whose lines had interior CRs removed.
+	crless []byte
 
 	// deadline is when the connection must have completed its next line;
 	// partialLines is how many lines of an unfinished frame had arrived.
@@ -51,6 +57,9 @@ type conn struct {
 // buffer, writes all replies with one Write, and leaves a partial frame
 // (or everything behind a parked request) buffered.
 func (cs *conn) onTraffic() gnet.Action {
+	if cs.gd != nil {
+		return cs.gdTraffic()
+	}
 	c := cs.c
 	switch {
 	case cs.closing:
@@ -59,7 +68,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	case cs.discarding:
 		return cs.drainLongLine()
 	case cs.blocked:
-		if c.InboundBuffered() > maxBlockedInput {
+		if c.InboundBuffered() >= maxBlockedInput {
 			return gnet.Close
 		}
 		return gnet.None
@@ -105,6 +114,11 @@ func (cs *conn) onTraffic() gnet.Action {
 	if cs.discarding && action == gnet.None {
 		return cs.drainLongLine()
 	}
+	if cs.blocked && c.InboundBuffered() >= maxBlockedInput {
+		// What arrived behind the parked request already fills
+		// dflockd's read buffer (spec §A.6).
+		return gnet.Close
+	}
 	if more && action == gnet.None {
 		// Let the loop serve other connections, then continue here.
 		_ = c.Wake(nil)
@@ -146,7 +160,14 @@ func (cs *conn) drainLongLine() gnet.Action {
 // exec runs one frame and appends its reply (if any yet). stop asks the
 // caller to close the connection after writing.
 func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
+	rf := cs.srv.cfg.RF
+	if rf {
+		f = cs.stripCRs(f)
+	}
 	req, err := parse.Parse(f)
+	if rf && req.Op == parse.OpPing {
+		err = parse.ErrUnknownCommand // the redis-feats line has no ping
+	}
 	if !cs.authed {
 		return cs.authenticate(out, &req, err), false
 	}
@@ -181,7 +202,29 @@ func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
 		cs.blocked = true
 		return out, false
 	}
-	return appendResult(out, r), false
+	return appendResult(out, r, rf), false
+}
+
+// stripCRs removes CRs inside the lines of an rf frame, as dflockd's
+// redis-feats reader does (spec §A.2). Frames without one, nearly all, are
+// returned as they are; the others are copied into the connection's
+// scratch, which lives until the next frame.
+func (cs *conn) stripCRs(f parse.Frame) parse.Frame {
+	if bytes.IndexByte(f.Cmd, '\r') < 0 && bytes.IndexByte(f.Key, '\r') < 0 && bytes.IndexByte(f.Arg, '\r') < 0 {
+		return f
+	}
+	b := cs.crless[:0]
+	var ends [3]int
+	for i, line := range [3][]byte{f.Cmd, f.Key, f.Arg} {
+		for _, c := range line {
+			if c != '\r' {
+				b = append(b, c)
+			}
+		}
+		ends[i] = len(b)
+	}
+	cs.crless = b
+	return parse.Frame{Cmd: b[:ends[0]], Key: b[ends[0]:ends[1]], Arg: b[ends[1]:ends[2]]}
 }
 
 // authenticate handles the first request when a token is configured:
@@ -200,14 +243,15 @@ func (cs *conn) authenticate(out []byte, req *parse.Request, err error) []byte {
 	return parse.AppendStatus(out, parse.StatusErrorAuth)
 }
 
-// appendResult encodes an engine result as its reply line.
-func appendResult(out []byte, r engine.Result) []byte {
+// appendResult encodes an engine result as its reply line; rf adds the
+// fence to grants and renewals (spec §B.0).
+func appendResult(out []byte, r engine.Result, rf bool) []byte {
 	switch r.Kind {
 	case engine.KindGrant:
 		var tok [32]byte
-		return parse.AppendGrant(out, r.Status, r.Token.Append(tok[:0]), r.Lease, r.Token.Fence, false)
+		return parse.AppendGrant(out, r.Status, r.Token.Append(tok[:0]), r.Lease, r.Token.Fence, rf)
 	case engine.KindRenew:
-		return parse.AppendRenew(out, r.Lease, r.Token.Fence, false)
+		return parse.AppendRenew(out, r.Lease, r.Token.Fence, rf)
 	case engine.KindInt:
 		return parse.AppendOKInt(out, r.Int)
 	case engine.KindValue:
@@ -236,10 +280,14 @@ func implemented(op parse.Op) bool {
 // deliver writes the late reply of a parked request and resumes parsing
 // whatever was pipelined behind it.
 func (cs *conn) deliver(r engine.Result) {
+	if cs.gd != nil {
+		cs.gdDeliver(r)
+		return
+	}
 	if cs.closed {
 		return
 	}
-	out := appendResult(cs.lp.out[:0], r)
+	out := appendResult(cs.lp.out[:0], r, cs.srv.cfg.RF)
 	cs.write(out)
 	cs.lp.out = out[:0]
 	cs.blocked = false
@@ -288,8 +336,11 @@ func (cs *conn) checkDeadline() {
 		// A parked request is not reading: the per-line deadline starts
 		// again when it returns.
 		next = now + timerwheel.Tick(cs.srv.rtMs)
+	case cs.gd != nil && !cs.gd.partial:
+		// An idle godistlock connection has no read deadline (godistlock.go).
+		next = now + timerwheel.Tick(cs.srv.rtMs)
 	case cs.deadline <= now:
-		cs.write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
+		cs.write(cs.timeoutReply(cs.lp.out[:0]))
 		_ = cs.c.Close()
 		return
 	}

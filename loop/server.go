@@ -35,6 +35,16 @@ type Config struct {
 	GCInterval      time.Duration // idle-key GC period; default 5 s
 	ShutdownTimeout time.Duration // 0 = wait for connections forever
 	Logf            func(format string, args ...any)
+	// RF selects the redis-feats wire profile (--compat=rf): grant and
+	// renew replies carry the fence, no ping, CRs removed anywhere in a line.
+	RF bool
+	// GodistlockAddr, if set, is a second listener ("tcp://host:port",
+	// fixed port) speaking the godistlock client protocol to the same
+	// engine (godistlock.go). GodistlockID and Version are the <id> and
+	// <version> of its HELLO replies; defaults: the host name, "dev".
+	GodistlockAddr string
+	GodistlockID   string
+	Version        string
 	// Ready, if set, is closed once the listener accepts connections.
 	Ready chan<- struct{}
 }
@@ -58,6 +68,7 @@ type Server struct {
 	draining atomic.Bool
 	rtMs     int64 // read timeout in ms
 	wtMs     int64 // write timeout in ms, 0 = off
+	gdPort   int   // local port of the godistlock listener, 0 = none
 }
 
 // New prepares a server; the engine must have been built with the
@@ -79,6 +90,7 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	gdDefaults(&cfg)
 	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
 	return s
@@ -109,7 +121,11 @@ func (s *Server) Serve() error {
 	s.timers = timerwheel.NewDriver(s.clock, targets)
 	s.timers.Start()
 	defer s.timers.Stop()
-	return gnet.Run(s, s.cfg.Addr,
+	addrs, err := s.listenAddrs() // one, or two with godistlock
+	if err != nil {
+		return err
+	}
+	return gnet.Rotate(s, addrs,
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.cfg.Loops),
 		gnet.WithLoadBalancing(gnet.RoundRobin),
@@ -183,6 +199,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	cs := &conn{c: c, lp: lp, srv: s, authed: s.cfg.AuthToken == ""}
 	cs.timer.Owner = cs
 	cs.sess = s.eng.NewSession(cs)
+	if s.isGodistlock(c) {
+		cs.gd = newGDState()
+	}
 	c.SetContext(cs)
 	now := s.clock.Now()
 	cs.deadline = now + timerwheel.Tick(s.rtMs)

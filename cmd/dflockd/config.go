@@ -39,6 +39,9 @@ import (
 type Config struct {
 	Host string // --host, DFLOCKD_HOST, default "127.0.0.1"
 	Port int    // --port, DFLOCKD_PORT, default 6388, 0..65535
+	// GodistlockPort: --godistlock-port, DFLOCKD_GODISTLOCK_PORT, 0 = off,
+	// 1..65535 = a second listener on Host for godistlock clients (loop/godistlock.go).
+	GodistlockPort int
 
 	DefaultLeaseTTL    time.Duration // --default-lease-ttl, DFLOCKD_DEFAULT_LEASE_TTL_S, 33 s, > 0
 	LeaseSweepInterval time.Duration // --lease-sweep-interval, DFLOCKD_LEASE_SWEEP_INTERVAL_S, 1 s, > 0 (accepted for compatibility; our timer wheel evicts on time)
@@ -61,7 +64,7 @@ type Config struct {
 	AuthToken      string // resolved token (see resolveAuthToken); "" = auth off
 	FenceStateFile string // --fence-state-file, DFLOCKD_FENCE_STATE_FILE
 
-	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default); the only profile implemented so far
+	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default) or "rf"
 	Loops  int    // --loops, DFLOCKD_LOOPS: event loops, default 0 = runtime.NumCPU() (resolved by main), >= 0
 
 	ShowVersion bool // --version
@@ -85,7 +88,7 @@ const (
 // Compatibility profiles named by --compat.
 const (
 	compatV2 = "v2" // dflockd v2 single-node wire behaviour (spec §I, default profile)
-	compatRF = "rf" // redis-feats replies (spec §I.2, §I.4); planned, not implemented
+	compatRF = "rf" // dflockd's redis-feats line: fence in grant replies, shared lock/semaphore map (spec §I)
 )
 
 // DefaultConfig returns the configuration used when no flag or environment
@@ -163,6 +166,9 @@ var settingGroups = []settingGroup{
 		{flag: "port", env: "DFLOCKD_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
 			usage: "TCP port, 0..65535",
 			field: func(c *Config) any { return &c.Port }},
+		{flag: "godistlock-port", env: "DFLOCKD_GODISTLOCK_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
+			usage: "also serve godistlock clients on this TCP port, 0..65535 (0 = off)",
+			field: func(c *Config) any { return &c.GodistlockPort }},
 	}},
 	{"Leases and timeouts (whole seconds)", []setting{
 		{flag: "default-lease-ttl", env: "DFLOCKD_DEFAULT_LEASE_TTL_S", kind: kindSeconds, min: 1, max: maxSeconds, arg: "SECONDS",
@@ -198,7 +204,7 @@ var settingGroups = []settingGroup{
 			usage: "queued waiters per key, >= 0",
 			field: func(c *Config) any { return &c.MaxWaiters }},
 		{flag: "max-keys", env: "DFLOCKD_MAX_KEYS", kind: kindInt, min: 0, max: maxInt, arg: "N",
-			usage: "keys of the redis-feats primitives, >= 0 (accepted for compatibility)",
+			usage: "counters + KV entries (+ lists, barriers) together, >= 0",
 			field: func(c *Config) any { return &c.MaxKeys }},
 		{flag: "max-list-length", env: "DFLOCKD_MAX_LIST_LENGTH", kind: kindInt, min: 0, max: maxInt, arg: "N",
 			usage: "items per list, >= 0 (accepted for compatibility)",
@@ -217,7 +223,7 @@ var settingGroups = []settingGroup{
 			usage: "file keeping fencing tokens increasing across restarts (unset = none)",
 			field: func(c *Config) any { return &c.FenceStateFile }},
 		{flag: "compat", env: "DFLOCKD_COMPAT", kind: kindCompat, arg: "PROFILE",
-			usage: "wire compatibility profile; only v2 is implemented",
+			usage: "wire profile: v2, or rf for clients of dflockd's redis-feats line (4-field grants)",
 			field: func(c *Config) any { return &c.Compat }},
 		{flag: "loops", env: "DFLOCKD_LOOPS", kind: kindInt, min: 0, max: maxLoops, arg: "N",
 			usage: "event loops, 0..4096 (0 = one per CPU)",
@@ -511,6 +517,9 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		errs = append(errs, err)
 	}
 	cfg.AuthToken = token
+	if err := checkGodistlock(&cfg); err != nil {
+		errs = append(errs, err)
+	}
 
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
@@ -604,15 +613,11 @@ func parseEnvBool(v string) (b, ok bool) {
 // parseCompat accepts the implemented profiles, in any case.
 func parseCompat(src source, p *string) error {
 	switch v := strings.ToLower(strings.TrimSpace(src.text)); v {
-	case compatV2:
+	case compatV2, compatRF:
 		*p = v
 		return nil
-	case compatRF:
-		return fmt.Errorf("%s=%s: the rf (redis-feats) profile is not implemented in dflockd-ng yet; "+
-			"use %s=%s (the default)", src.name, src.text, src.name, compatV2)
 	}
-	return fmt.Errorf("%s must be %s (the only profile implemented; %s is planned), got %q",
-		src.name, compatV2, compatRF, src.text)
+	return fmt.Errorf("%s must be %s or %s, got %q", src.name, compatV2, compatRF, src.text)
 }
 
 // resolveAuthToken picks the token by the v1.16/V2 order (spec §E.1):

@@ -90,6 +90,7 @@ var mapping = []struct {
 }{
 	{"host", "DFLOCKD_HOST", "0.0.0.0", func(c *Config) { c.Host = "0.0.0.0" }},
 	{"port", "DFLOCKD_PORT", "7000", func(c *Config) { c.Port = 7000 }},
+	{"godistlock-port", "DFLOCKD_GODISTLOCK_PORT", "7001", func(c *Config) { c.GodistlockPort = 7001 }},
 	{"default-lease-ttl", "DFLOCKD_DEFAULT_LEASE_TTL_S", "10", func(c *Config) { c.DefaultLeaseTTL = 10 * time.Second }},
 	{"lease-sweep-interval", "DFLOCKD_LEASE_SWEEP_INTERVAL_S", "3", func(c *Config) { c.LeaseSweepInterval = 3 * time.Second }},
 	{"gc-interval", "DFLOCKD_GC_INTERVAL_S", "7", func(c *Config) { c.GCInterval = 7 * time.Second }},
@@ -169,6 +170,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"max-keys": "18", "max-list-length": "19", "max-subscriptions": "20",
 		"auto-release-on-disconnect": "true", "debug": "false", "auth-token": "other",
 		"fence-state-file": "/tmp/other", "compat": "V2", "loops": "2",
+		"godistlock-port": "7002",
 	}
 	for _, m := range mapping {
 		t.Run(m.flag, func(t *testing.T) {
@@ -593,11 +595,21 @@ func TestConfigCompat(t *testing.T) {
 			t.Errorf("%q %v: Compat = %q, want v2", tt.args, tt.vars, cfg.Compat)
 		}
 	}
-	wantErr(t, []string{"--compat=rf"}, nil, "--compat=rf: the rf (redis-feats) profile is not implemented in dflockd-ng yet", "--compat=v2")
-	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "rf"}, "DFLOCKD_COMPAT=rf: the rf (redis-feats) profile is not implemented")
-	wantErr(t, []string{"--compat=bogus"}, nil, `--compat must be v2`, `got "bogus"`)
-	wantErr(t, []string{"--compat="}, nil, `--compat must be v2`)
-	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "v1"}, `DFLOCKD_COMPAT must be v2`, `got "v1"`)
+	for _, tt := range []struct {
+		args []string
+		vars map[string]string
+	}{
+		{[]string{"--compat=rf"}, nil},
+		{[]string{"--compat", "RF"}, map[string]string{"DFLOCKD_COMPAT": "v2"}},
+		{nil, map[string]string{"DFLOCKD_COMPAT": "rf"}},
+	} {
+		if cfg, _ := mustLoad(t, tt.args, tt.vars); cfg.Compat != "rf" {
+			t.Errorf("%q %v: Compat = %q, want rf", tt.args, tt.vars, cfg.Compat)
+		}
+	}
+	wantErr(t, []string{"--compat=bogus"}, nil, `--compat must be v2 or rf`, `got "bogus"`)
+	wantErr(t, []string{"--compat="}, nil, `--compat must be v2 or rf`)
+	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "v1"}, `DFLOCKD_COMPAT must be v2 or rf`, `got "v1"`)
 }
 
 func TestConfigHelpAndVersion(t *testing.T) {
@@ -641,6 +653,7 @@ func TestConfigHelpText(t *testing.T) {
 	tests := []struct{ flag, env, def string }{
 		{"--host", "DFLOCKD_HOST", "127.0.0.1"},
 		{"--port", "DFLOCKD_PORT", "6388"},
+		{"--godistlock-port", "DFLOCKD_GODISTLOCK_PORT", "0"},
 		{"--default-lease-ttl", "DFLOCKD_DEFAULT_LEASE_TTL_S", "33"},
 		{"--lease-sweep-interval", "DFLOCKD_LEASE_SWEEP_INTERVAL_S", "1"},
 		{"--gc-interval", "DFLOCKD_GC_INTERVAL_S", "5"},
@@ -690,4 +703,23 @@ func TestConfigHelpText(t *testing.T) {
 			t.Errorf("help line has trailing space: %q", l)
 		}
 	}
+}
+
+func TestConfigGodistlockPort(t *testing.T) {
+	if cfg, _ := mustLoad(t, []string{"--godistlock-port=65535"}, nil); cfg.GodistlockPort != 65535 {
+		t.Errorf("--godistlock-port=65535: got %d", cfg.GodistlockPort)
+	}
+	if cfg, _ := mustLoad(t, []string{"--godistlock-port=0"}, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "7001"}); cfg.GodistlockPort != 0 {
+		t.Errorf("the flag must beat the variable: got %d", cfg.GodistlockPort)
+	}
+	// 0 (off) combines with anything.
+	if cfg, _ := mustLoad(t, []string{"--auth-token=x", "--port=0"}, nil); cfg.GodistlockPort != 0 {
+		t.Errorf("default GodistlockPort = %d", cfg.GodistlockPort)
+	}
+	wantErr(t, []string{"--godistlock-port=65536"}, nil, "--godistlock-port must be an integer in 0..65535")
+	wantErr(t, nil, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "-1"}, "DFLOCKD_GODISTLOCK_PORT must be an integer in 0..65535")
+	wantErr(t, []string{"--godistlock-port=6388"}, nil, "must differ from --port")
+	wantErr(t, []string{"--port=7000"}, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "7000"}, "must differ from --port")
+	wantErr(t, []string{"--godistlock-port=7001", "--auth-token=x"}, nil, "cannot be combined with an auth token")
+	wantErr(t, nil, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "7001", "DFLOCKD_AUTH_TOKEN": "x"}, "no authentication")
 }

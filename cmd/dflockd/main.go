@@ -63,6 +63,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	clock := timerwheel.NewMonoClock()
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	gdAddr := "" // godistlock listener, off by default
+	if cfg.GodistlockPort != 0 {
+		gdAddr = "tcp://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GodistlockPort))
+		logger.Printf("godistlock clients on %s", gdAddr)
+	}
 	srv := loop.New(loop.Config{
 		Addr:            "tcp://" + addr,
 		Loops:           loops,
@@ -73,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		GCInterval:      cfg.GCInterval,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Logf:            logger.Printf,
+		RF:              cfg.Compat == "rf",
+		GodistlockAddr:  gdAddr,
+		Version:         "dflockd-ng/" + version,
 	}, clock)
 	gcIdle := cfg.GCMaxIdle
 	if gcIdle == 0 {
@@ -84,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MaxWaiters:       cfg.MaxWaiters,
 		KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
 		GCMaxIdle:        gcIdle,
+		MaxKeys:          cfg.MaxKeys,
+		RF:               cfg.Compat == "rf",
 		Clock:            clock,
 		Fences:           fences,
 	}, srv)

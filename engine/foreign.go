@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// This file holds the lock operations of foreign protocols (godistlock,
+// served by loop/godistlock.go) that dflockd's v2 commands lack. They work
+// on the same lock namespace as l/r/n, so a foreign client and a dflockd
+// client contend for one key in one FIFO queue, with fences from the same
+// allocator; only the way a client names its claim differs:
+//
+//   - an acquire carries a caller-chosen tag instead of occupying the
+//     session's single "parked" position, so one session may have many
+//     parked acquires; the tag comes back in the delivered Result;
+//   - a blocking acquire has no acquire timeout: it waits until granted,
+//     the session closes, or the server drains;
+//   - release and renew name the key (and for renew the fence), not the
+//     token, and act only on a slot this session holds.
+
+// AcquireTagged acquires the lock key for s with a lease of leaseMs
+// milliseconds (0 = the default lease). If the lock is taken, a try
+// (wait false) answers StatusTimeout at once; a wait parks the request
+// with no acquire timeout and returns Blocked, and its one delivery (a
+// grant, or StatusError on Drain) carries Tag == tag. tag must not be 0
+// for a wait. Limits answer StatusErrorMaxLocks or StatusErrorMaxWaiters;
+// a failing fence source answers StatusError.
+func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool, tag uint32) Result {
+	if wait && tag == 0 {
+		panic("engine: AcquireTagged waits with tag 0")
+	}
+	if leaseMs <= 0 {
+		leaseMs = e.cfg.DefaultLease.Milliseconds()
+	}
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	r, res := sh.admitLocked(nsLock, key, 1, now)
+	if r == nil {
+		return res
+	}
+	if r.queue.n == 0 && r.holders.n < int(r.limit) {
+		sl := sh.newSlotLocked(r, s)
+		sl.lease = leaseMs
+		res := sh.grantLocked(sl, now)
+		if res.Status == parse.StatusOK {
+			s.record(sl)
+		}
+		sh.touchLocked(r, now)
+		res.Tag = tag
+		return res
+	}
+	if !wait {
+		return status(parse.StatusTimeout)
+	}
+	if r.queue.n >= e.cfg.MaxWaiters {
+		return status(parse.StatusErrorMaxWaiters)
+	}
+	sl := sh.newSlotLocked(r, s)
+	sl.lease = leaseMs
+	sl.state = slotWaiting
+	sl.blocked = true
+	sl.tag = tag
+	// No timer: the wait ends only by a grant, Close or Drain.
+	r.queue.pushBack(sl)
+	s.record(sl)
+	sh.touchLocked(r, now)
+	return Result{Blocked: true}
+}
+
+// ownHolderLocked returns the live slot s holds on the lock r, evicting an
+// expired lease first (then it reports nil, as holderLocked does).
+func (sh *shard) ownHolderLocked(r *resource, s *Session, now timerwheel.Tick) *slot {
+	for sl := r.holders.head; sl != nil; sl = sl.next {
+		if sl.sess != s {
+			continue
+		}
+		if sl.timer.Deadline() <= now {
+			sh.expireHolderLocked(sl, now)
+			return nil
+		}
+		return sl
+	}
+	return nil
+}
+
+// ReleaseOwn releases the lock key if s holds it (released true). If s does
+// not hold it but has parked tagged acquires on it, the oldest one is
+// withdrawn instead: no delivery will come for it. tag is the tag of the
+// acquire that the released hold or the withdrawn wait came from (0 for an
+// untagged or try acquire), so the caller can settle a grant whose
+// delivery is still in flight. Both zero: s had no claim on key.
+func (e *Engine) ReleaseOwn(s *Session, key []byte) (released bool, tag uint32) {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	r := sh.lookupLocked(nsLock, key)
+	if r == nil {
+		return false, 0
+	}
+	now := e.clock.Now()
+	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
+		tag := sl.tag
+		sh.releaseHolderLocked(sl, now)
+		return true, tag
+	}
+	for sl := r.queue.head; sl != nil; sl = sl.next {
+		if sl.sess == s && sl.blocked && sl.tag != 0 {
+			tag := sl.tag
+			r.queue.remove(sl)
+			sh.freeSlotLocked(sl)
+			sh.touchLocked(r, now)
+			return false, tag
+		}
+	}
+	return false, 0
+}
+
+// RenewFence restarts, at now+leaseMs (0 = the default lease), the lease of
+// the lock key that s holds under fence. It reports false when s does not
+// hold key with that fence (released, expired, or another fence).
+func (e *Engine) RenewFence(s *Session, key []byte, fence uint64, leaseMs int64) bool {
+	if leaseMs <= 0 {
+		leaseMs = e.cfg.DefaultLease.Milliseconds()
+	}
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	r := sh.lookupLocked(nsLock, key)
+	if r == nil {
+		return false
+	}
+	now := e.clock.Now()
+	sl := sh.ownHolderLocked(r, s, now)
+	if sl == nil || sl.token.Fence != fence {
+		return false
+	}
+	sl.lease = leaseMs
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(leaseMs))
+	sh.touchLocked(r, now)
+	return true
+}
+
+// HolderFence reports the fence of the live holder of the lock key, whoever
+// holds it (a dflockd or a foreign client). An expired lease is evicted
+// first, so the answer does not depend on timer latency.
+func (e *Engine) HolderFence(key []byte) (fence uint64, held bool) {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	r := sh.lookupLocked(nsLock, key)
+	if r == nil {
+		return 0, false
+	}
+	sh.evictExpiredLocked(r, e.clock.Now())
+	if h := r.holders.head; h != nil {
+		return h.token.Fence, true
+	}
+	return 0, false
+}
+
+// LockCounts reports how many lock keys are held and how many acquires wait
+// on lock keys (semaphores are not counted), visiting shards one by one.
+func (e *Engine) LockCounts() (held, waiting int) {
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.lock()
+		for _, r := range sh.res[nsLock] {
+			if r.holders.n > 0 {
+				held++
+			}
+			waiting += r.queue.n
+		}
+		sh.unlock()
+	}
+	return held, waiting
+}

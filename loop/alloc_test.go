@@ -1,0 +1,77 @@
+//go:build !race
+
+package loop
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/fence"
+)
+
+// The whole request path — framing, parsing, engine, reply encoding, the
+// write — must not allocate for an l then r on an existing key.
+func TestRequestPathDoesNotAllocate(t *testing.T) {
+	// One OnTraffic per frame, with the production fence allocator and
+	// salt; the r frame carries the token the l reply returned.
+	t.Run("one-frame-per-read", func(t *testing.T) {
+		fs := newFakeServer(t, Config{}, engine.Config{Fences: fence.NewVolatile(), NewSalt: func() engine.SaltSource { return fence.NewSalt() }})
+		c := fs.open()
+		c.poison = false
+		lock := []byte(request("l", "alloc-key", "0 10"))
+		var rel [64]byte
+		relLen := copy(rel[:], "r\nalloc-key\n")
+		cycle := func() {
+			c.out = c.out[:0]
+			c.load(lock)
+			fs.srv.OnTraffic(c)
+			if len(c.out) != len("ok ")+fence.TokenLen+len(" 10\n") || !bytes.HasPrefix(c.out, []byte("ok ")) {
+				t.Fatalf("l: %q", c.out)
+			}
+			n := relLen + copy(rel[relLen:], c.out[3:3+fence.TokenLen])
+			rel[n] = '\n'
+			c.out = c.out[:0]
+			c.load(rel[:n+1])
+			fs.srv.OnTraffic(c)
+			if string(c.out) != "ok\n" {
+				t.Fatalf("r: %q", c.out)
+			}
+		}
+		for range 100 { // create the key, warm free lists and buffers
+			cycle()
+		}
+		if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+			t.Fatalf("l + r allocate %.1f times per cycle", n)
+		}
+	})
+	// Both frames pipelined in one read; the token is predicted (fences
+	// count from 1, fixed salt).
+	t.Run("pipelined", func(t *testing.T) {
+		fs := newFakeServer(t, Config{}, engine.Config{})
+		c := fs.open()
+		c.poison = false
+		head := request("l", "alloc-key", "0 10") + "r\nalloc-key\n"
+		buf := make([]byte, len(head)+fence.TokenLen+1)
+		copy(buf, head)
+		buf[len(buf)-1] = '\n'
+		want := "ok " + tokenFor(1) + " 10\nok\n"
+		cycle := func() {
+			tok := fence.Token{Fence: fs.fences.n.Load() + 1, Salt: testSalt}
+			tok.Append(buf[len(head):len(head)])
+			c.out = c.out[:0]
+			c.load(buf)
+			fs.srv.OnTraffic(c)
+			if len(c.out) != len(want) || !bytes.Equal(c.out[3:3+fence.TokenLen], buf[len(head):len(head)+fence.TokenLen]) ||
+				!bytes.HasSuffix(c.out, []byte(" 10\nok\n")) {
+				t.Fatalf("got %q", c.out)
+			}
+		}
+		for range 100 {
+			cycle()
+		}
+		if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+			t.Fatalf("pipelined l + r allocate %.1f times per read", n)
+		}
+	})
+}

@@ -1,0 +1,537 @@
+package loop
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Unit tests of the request path without sockets: a fake gnet.Conn and a
+// fake event loop drive conn.onTraffic, deliveries and wake-ups
+// synchronously on the test goroutine.
+
+// fakeConn is a gnet.Conn over byte slices. The embedded interface is nil,
+// so any method the loop is not expected to call panics. Reader semantics
+// follow gnet v2.10's conn: Peek(n <= 0) returns everything buffered,
+// Peek(n) beyond it is io.ErrShortBuffer, Discard(n <= 0 or n >= buffered)
+// drops everything.
+type fakeConn struct {
+	gnet.Conn
+	fs *fakeServer
+
+	in     []byte // inbound bytes not yet discarded
+	out    []byte // everything written
+	ctx    any
+	wakes  int
+	closed bool // the connection was closed (and OnClose ran)
+	// store backs in for load, so that benchmarks feed without allocating.
+	store []byte
+	// poison makes feed copy the unread input into a new buffer and
+	// scribble over the old one, as gnet's read buffer is reused after
+	// OnTraffic returns: a peeked slice kept too long reads garbage.
+	poison bool
+}
+
+func (c *fakeConn) Peek(n int) ([]byte, error) {
+	if n > len(c.in) {
+		return nil, io.ErrShortBuffer
+	}
+	if n <= 0 {
+		n = len(c.in)
+	}
+	return c.in[:n], nil
+}
+
+func (c *fakeConn) Discard(n int) (int, error) {
+	if n <= 0 || n >= len(c.in) {
+		n = len(c.in)
+	}
+	if c.poison {
+		for i := range c.in[:n] {
+			c.in[i] = '#'
+		}
+	}
+	c.in = c.in[n:]
+	return n, nil
+}
+
+func (c *fakeConn) InboundBuffered() int  { return len(c.in) }
+func (c *fakeConn) OutboundBuffered() int { return 0 }
+
+func (c *fakeConn) Write(p []byte) (int, error) {
+	c.out = append(c.out, p...)
+	return len(p), nil
+}
+
+func (c *fakeConn) Context() any              { return c.ctx }
+func (c *fakeConn) SetContext(ctx any)        { c.ctx = ctx }
+func (c *fakeConn) EventLoop() gnet.EventLoop { return c.fs.el }
+
+// Wake asks for OnTraffic to run again later; pump does that.
+func (c *fakeConn) Wake(gnet.AsyncCallback) error {
+	c.wakes++
+	c.fs.el.woken = append(c.fs.el.woken, c)
+	return nil
+}
+
+// Close is asynchronous in gnet: OnClose runs later, on the loop; pump
+// runs it.
+func (c *fakeConn) Close() error {
+	c.fs.el.closing = append(c.fs.el.closing, c)
+	return nil
+}
+
+// feed appends bytes as a socket read would.
+func (c *fakeConn) feed(b []byte) {
+	if !c.poison {
+		c.in = append(c.in, b...)
+		return
+	}
+	in := make([]byte, 0, len(c.in)+len(b))
+	in = append(append(in, c.in...), b...)
+	for i := range c.in {
+		c.in[i] = '#'
+	}
+	c.in = in
+}
+
+// load replaces the input with b, reusing c.store.
+func (c *fakeConn) load(b []byte) {
+	c.store = append(c.store[:0], b...)
+	c.in = c.store
+}
+
+// fakeLoop is the gnet.EventLoop of every fake conn: Execute queues the
+// task for pump, as gnet queues it for the loop goroutine. (Running it at
+// once would be wrong: Deliver calls Execute with a shard lock held.)
+type fakeLoop struct {
+	gnet.EventLoop
+	mu      sync.Mutex
+	tasks   []gnet.Runnable
+	woken   []*fakeConn
+	closing []*fakeConn
+}
+
+func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.mu.Lock()
+	l.tasks = append(l.tasks, r)
+	l.mu.Unlock()
+	return nil
+}
+
+// seqFences hands out fences 1, 2, 3... so tokens are predictable.
+type seqFences struct{ n atomic.Uint64 }
+
+func (f *seqFences) Next() (uint64, error) { return f.n.Add(1), nil }
+
+// fixedSalt makes every token's random half the same.
+type fixedSalt uint64
+
+func (s fixedSalt) Next() uint64 { return uint64(s) }
+
+const testSalt = 7
+
+// tokenFor is the token text of the grant that receives fence f.
+func tokenFor(f uint64) string {
+	return string(fence.Token{Fence: f, Salt: testSalt}.Append(nil))
+}
+
+type fakeServer struct {
+	t      testing.TB
+	clock  *timerwheel.FakeClock
+	srv    *Server
+	eng    *engine.Engine
+	el     *fakeLoop
+	fences *seqFences
+}
+
+// newFakeServer builds a Server and its engine as cmd/dflockd does, and
+// sets up what Serve would (one loop slot, the read-deadline driver)
+// without gnet. Unless ecfg says otherwise, fences count from 1 and the
+// salt is fixed, so token texts are known in advance.
+func newFakeServer(t testing.TB, cfg Config, ecfg engine.Config) *fakeServer {
+	t.Helper()
+	fs := &fakeServer{t: t, clock: timerwheel.NewFakeClock(1000), el: &fakeLoop{}, fences: &seqFences{}}
+	cfg.Loops = 1
+	fs.srv = New(cfg, fs.clock)
+	ecfg.Clock = fs.clock
+	if ecfg.Shards == 0 {
+		ecfg.Shards = 4
+	}
+	if ecfg.Fences == nil {
+		ecfg.Fences = fs.fences
+	}
+	if ecfg.NewSalt == nil {
+		ecfg.NewSalt = func() engine.SaltSource { return fixedSalt(testSalt) }
+	}
+	fs.eng = engine.New(ecfg, fs.srv)
+	fs.srv.Attach(fs.eng)
+	fs.srv.loopList = make([]*loopState, 1)
+	fs.srv.timers = timerwheel.NewDriver(fs.clock, []timerwheel.Target{lazyTarget{fs.srv, 0}})
+	return fs
+}
+
+// open connects a new fake conn through OnOpen.
+func (fs *fakeServer) open() *fakeConn {
+	fs.t.Helper()
+	c := &fakeConn{fs: fs, poison: true}
+	if _, act := fs.srv.OnOpen(c); act != gnet.None {
+		fs.t.Fatalf("OnOpen: %v", act)
+	}
+	return c
+}
+
+// traffic feeds in to c, runs OnTraffic as gnet would, then pumps; it
+// returns what c was sent meanwhile.
+func (fs *fakeServer) traffic(c *fakeConn, in string) string {
+	fs.t.Helper()
+	mark := len(c.out)
+	c.feed([]byte(in))
+	fs.onTraffic(c)
+	fs.pump()
+	return string(c.out[mark:])
+}
+
+func (fs *fakeServer) onTraffic(c *fakeConn) {
+	if c.closed {
+		return
+	}
+	if fs.srv.OnTraffic(c) == gnet.Close {
+		fs.closeConn(c)
+	}
+}
+
+func (fs *fakeServer) closeConn(c *fakeConn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	fs.srv.OnClose(c, nil)
+}
+
+// pump runs the loop's queued work until none is left: inbox drains,
+// OnTraffic for woken conns, OnClose for closed ones.
+func (fs *fakeServer) pump() {
+	el := fs.el
+	for {
+		el.mu.Lock()
+		tasks := el.tasks
+		el.tasks = nil
+		el.mu.Unlock()
+		woken, closing := el.woken, el.closing
+		el.woken, el.closing = nil, nil
+		if len(tasks)+len(woken)+len(closing) == 0 {
+			return
+		}
+		for _, r := range tasks {
+			if err := r.Run(context.Background()); err != nil {
+				fs.t.Fatalf("loop task: %v", err)
+			}
+		}
+		for _, c := range closing {
+			fs.closeConn(c)
+		}
+		for _, c := range woken {
+			fs.onTraffic(c)
+		}
+	}
+}
+
+// request is one frame in wire form.
+func request(cmd, key, arg string) string { return cmd + "\n" + key + "\n" + arg + "\n" }
+
+// A script whose replies do not depend on timing; tokens are predictable
+// because fences count from 1 and the salt is fixed.
+var splitScript = []struct{ req, reply string }{
+	{request("l", "a", "0 10"), "ok " + tokenFor(1) + " 10\n"},
+	{request("r", "a", tokenFor(1)), "ok\n"},
+	{request("l", "a", "0 10"), "ok " + tokenFor(2) + " 10\n"},
+	{request("l", "a", "0"), "timeout\n"},
+	{request("n", "a", tokenFor(2)+" 7"), "ok 7\n"},
+	{request("sl", "s", "0 2 5"), "ok " + tokenFor(3) + " 5\n"},
+	{request("sl", "s", "0 3"), "error_limit_mismatch\n"},
+	{request("e", "b", "9"), "acquired " + tokenFor(4) + " 9\n"},
+	{request("e", "b", ""), "error_already_enqueued\n"},
+	{request("w", "b", "0"), "ok " + tokenFor(4) + " 9\n"},
+	{request("w", "c", "1"), "error_not_enqueued\n"},
+	{request("bogus", "x", "y"), "error\n"},
+	{"l\r\na\r\n0 10\r\n", "timeout\n"}, // CRLF clients
+	{request("ping", "", ""), "ok\n"},
+	{request("l", "", "0"), "error\n"},
+	{request("l", "a b", "0"), "error\n"},
+	{request("r", "a", tokenFor(2)), "ok\n"},
+	{request("sr", "s", tokenFor(3)), "ok\n"},
+	{request("r", "b", tokenFor(4)), "ok\n"},
+	{request("barrier", "_", "_"), "ok\n"},
+	{request("r", "b", tokenFor(4)), "error\n"},
+}
+
+func scriptBytes() (in, want string) {
+	var a, b strings.Builder
+	for _, s := range splitScript {
+		a.WriteString(s.req)
+		b.WriteString(s.reply)
+	}
+	return a.String(), b.String()
+}
+
+// runSplit feeds the script in the given chunk sizes, one OnTraffic per
+// chunk, on a fresh server.
+func runSplit(t *testing.T, in string, chunks []int) string {
+	t.Helper()
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	c := fs.open()
+	var got strings.Builder
+	for _, n := range chunks {
+		got.WriteString(fs.traffic(c, in[:n]))
+		in = in[n:]
+	}
+	if in != "" {
+		t.Fatalf("chunks left %d bytes", len(in))
+	}
+	if c.closed {
+		t.Fatalf("connection closed")
+	}
+	if c.InboundBuffered() != 0 {
+		t.Fatalf("%d bytes left buffered", c.InboundBuffered())
+	}
+	return got.String()
+}
+
+func TestFakeConnPipelinedScript(t *testing.T) {
+	in, want := scriptBytes()
+	if got := runSplit(t, in, []int{len(in)}); got != want {
+		t.Fatalf("one buffer:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+func TestFakeConnByteAtATime(t *testing.T) {
+	in, want := scriptBytes()
+	ones := make([]int, len(in))
+	for i := range ones {
+		ones[i] = 1
+	}
+	if got := runSplit(t, in, ones); got != want {
+		t.Fatalf("byte at a time:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+func TestFakeConnRandomSplits(t *testing.T) {
+	in, want := scriptBytes()
+	for seed := uint64(1); seed <= 50; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		var chunks []int
+		for left := len(in); left > 0; {
+			n := min(left, 1+rng.IntN(40))
+			chunks = append(chunks, n)
+			left -= n
+		}
+		if got := runSplit(t, in, chunks); got != want {
+			t.Fatalf("seed %d, chunks %v:\ngot  %q\nwant %q", seed, chunks, got, want)
+		}
+	}
+}
+
+func TestFakeConnLineTooLong(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	c := fs.open()
+	// Frames before the long line are answered; nothing after it is.
+	if got := fs.traffic(c, request("ping", "_", "_")+"l\n"+strings.Repeat("x", 300)); got != "ok\n" {
+		t.Fatalf("before the LF: %q", got)
+	}
+	if c.closed || c.InboundBuffered() != 0 {
+		t.Fatalf("closed=%v buffered=%d: the long line must be drained, not kept", c.closed, c.InboundBuffered())
+	}
+	if got := fs.traffic(c, strings.Repeat("y", 1000)); got != "" || c.closed {
+		t.Fatalf("still inside the long line: %q closed=%v", got, c.closed)
+	}
+	if got := fs.traffic(c, "yy\n"+request("ping", "_", "_")); got != "error\n" {
+		t.Fatalf("at the LF: %q", got)
+	}
+	if !c.closed {
+		t.Fatalf("connection not closed after an over-long line")
+	}
+
+	// The whole long line in one read.
+	c = fs.open()
+	if got := fs.traffic(c, strings.Repeat("l", 300)+"\n"+request("ping", "_", "_")); got != "error\n" || !c.closed {
+		t.Fatalf("long command line: %q closed=%v", got, c.closed)
+	}
+}
+
+// blockedConn returns a conn parked in l on key behind holder.
+func blockedConn(t *testing.T, fs *fakeServer, key, tail string) (holderConn, waiter *fakeConn, tok string) {
+	t.Helper()
+	holderConn, waiter = fs.open(), fs.open()
+	got := fs.traffic(holderConn, request("l", key, "0 10"))
+	if !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("holder: %q", got)
+	}
+	tok = strings.Fields(got)[1]
+	if got := fs.traffic(waiter, request("l", key, "5 8")+tail); got != "" {
+		t.Fatalf("parked request answered at once: %q", got)
+	}
+	return holderConn, waiter, tok
+}
+
+func TestFakeConnPipelineBehindParkedRequest(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	tail := request("l", "b", "0 6") + request("ping", "_", "_")
+	holder, c, tok := blockedConn(t, fs, "a", tail)
+	if c.InboundBuffered() != len(tail) {
+		t.Fatalf("%d bytes buffered behind the parked request, want %d", c.InboundBuffered(), len(tail))
+	}
+	// More input while parked is kept, not parsed.
+	if got := fs.traffic(c, request("ping", "_", "_")); got != "" {
+		t.Fatalf("answered while parked: %q", got)
+	}
+	// The release on another conn delivers the grant; the wake-up then
+	// runs the pipelined tail, in order.
+	if got := fs.traffic(holder, request("r", "a", tok)); got != "ok\n" {
+		t.Fatalf("release: %q", got)
+	}
+	want := "ok " + tokenFor(2) + " 8\nok " + tokenFor(3) + " 6\nok\nok\n"
+	if got := string(c.out); got != want {
+		t.Fatalf("after the hand-off:\ngot  %q\nwant %q", got, want)
+	}
+	if c.wakes != 1 || c.InboundBuffered() != 0 {
+		t.Fatalf("wakes=%d buffered=%d", c.wakes, c.InboundBuffered())
+	}
+}
+
+func TestFakeConnTimeoutDeliveryResumes(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	_, c, _ := blockedConn(t, fs, "a", request("ping", "_", "_"))
+	fs.clock.Add(4999)
+	fs.eng.Expire()
+	fs.pump()
+	if len(c.out) != 0 {
+		t.Fatalf("answered before the timeout: %q", c.out)
+	}
+	fs.clock.Add(1)
+	fs.eng.Expire()
+	fs.pump()
+	if got := string(c.out); got != "timeout\nok\n" {
+		t.Fatalf("got %q", got)
+	}
+	// Delivered and resumed: the conn parses again.
+	if got := fs.traffic(c, request("ping", "_", "_")); got != "ok\n" {
+		t.Fatalf("after resuming: %q", got)
+	}
+}
+
+func TestFakeConnNoWakeWithoutPipelinedInput(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	holder, c, tok := blockedConn(t, fs, "a", "")
+	fs.traffic(holder, request("r", "a", tok))
+	if got := string(c.out); got != "ok "+tokenFor(2)+" 8\n" || c.wakes != 0 {
+		t.Fatalf("got %q wakes=%d", got, c.wakes)
+	}
+}
+
+// dflockd closes a parked connection once pipelined bytes fill its 4 KiB
+// read buffer; fewer are kept and served later (spec §A.6).
+func TestFakeConnBlockedInputCap(t *testing.T) {
+	filler := func(n int) string { return strings.Repeat("p", n) } // one unfinished line
+
+	t.Run("below", func(t *testing.T) {
+		fs := newFakeServer(t, Config{}, engine.Config{})
+		_, c, _ := blockedConn(t, fs, "a", "")
+		fs.traffic(c, filler(maxBlockedInput-1))
+		if c.closed {
+			t.Fatalf("closed with %d bytes pipelined", maxBlockedInput-1)
+		}
+	})
+	t.Run("at", func(t *testing.T) {
+		fs := newFakeServer(t, Config{}, engine.Config{})
+		_, c, _ := blockedConn(t, fs, "a", "")
+		fs.traffic(c, filler(maxBlockedInput-1))
+		fs.traffic(c, filler(1))
+		if !c.closed {
+			t.Fatalf("still open with %d bytes pipelined", maxBlockedInput)
+		}
+	})
+	t.Run("same-read", func(t *testing.T) {
+		// The parked request and over 4 KiB behind it in one read.
+		fs := newFakeServer(t, Config{}, engine.Config{})
+		_, c, _ := blockedConn(t, fs, "a", strings.Repeat(request("ping", "_", "_"), 1000))
+		if !c.closed {
+			t.Fatalf("still open with %d bytes pipelined", c.InboundBuffered())
+		}
+	})
+	t.Run("waiter-leaves", func(t *testing.T) {
+		// Closing the parked conn removes its waiter: the release that
+		// follows frees the key instead of granting a dead conn.
+		fs := newFakeServer(t, Config{}, engine.Config{})
+		holder, c, tok := blockedConn(t, fs, "a", "")
+		fs.traffic(c, filler(2*maxBlockedInput))
+		if !c.closed {
+			t.Fatalf("still open")
+		}
+		fs.traffic(holder, request("r", "a", tok))
+		if got := fs.traffic(fs.open(), request("l", "a", "0 5")); !strings.HasPrefix(got, "ok ") {
+			t.Fatalf("key not free after the parked conn closed: %q", got)
+		}
+	})
+}
+
+func TestFakeConnDeliveryToClosedConnDropped(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	holder, c, tok := blockedConn(t, fs, "a", "")
+	// The grant is queued for c's loop, but c closes before it runs.
+	holder.feed([]byte(request("r", "a", tok)))
+	fs.onTraffic(holder)
+	fs.closeConn(c)
+	fs.pump()
+	if len(c.out) != 0 {
+		t.Fatalf("closed conn was written: %q", c.out)
+	}
+	// Its cleanup released the grant it never saw.
+	if got := fs.traffic(fs.open(), request("l", "a", "0 5")); !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("key still held by a closed conn: %q", got)
+	}
+}
+
+func TestFakeConnReadTimeout(t *testing.T) {
+	fs := newFakeServer(t, Config{ReadTimeout: 3 * time.Second}, engine.Config{})
+	c := fs.open()
+	fs.traffic(c, "l\n") // the deadline is per line: this one ends at 1000+3000
+	fs.clock.Add(2999)
+	fs.srv.timers.RunOnce(fs.clock.Now())
+	fs.pump()
+	if c.closed {
+		t.Fatalf("closed before the read timeout")
+	}
+	fs.clock.Add(1)
+	fs.srv.timers.RunOnce(fs.clock.Now())
+	fs.pump()
+	if got := string(c.out); got != "error\n" || !c.closed {
+		t.Fatalf("got %q closed=%v; want error and close", got, c.closed)
+	}
+}
+
+// A read whose replies exceed the per-read budget yields the loop with a
+// Wake and continues where it stopped: nothing lost, order kept.
+func TestFakeConnReplyBudgetResumes(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	c := fs.open()
+	const n = 3 * replyBudget / len("ok\n")
+	got := fs.traffic(c, strings.Repeat(request("ping", "_", "_"), n))
+	if got != strings.Repeat("ok\n", n) {
+		t.Fatalf("%d bytes of replies, want %d", len(got), 3*n)
+	}
+	if c.wakes < 2 || c.InboundBuffered() != 0 {
+		t.Fatalf("wakes=%d buffered=%d", c.wakes, c.InboundBuffered())
+	}
+}
