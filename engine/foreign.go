@@ -41,14 +41,7 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	if r == nil {
 		return res
 	}
-	if r.queue.n == 0 && r.holders.n < int(r.limit) {
-		sl := sh.newSlotLocked(r, s)
-		sl.lease = leaseMs
-		res := sh.grantLocked(sl, now)
-		if res.Status == parse.StatusOK {
-			s.record(sl)
-		}
-		sh.touchLocked(r, now)
+	if _, res, ok := sh.grantNowLocked(r, s, leaseMs, now); ok {
 		res.Tag = tag
 		return res
 	}
@@ -58,15 +51,9 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
-	sl := sh.newSlotLocked(r, s)
-	sl.lease = leaseMs
-	sl.state = slotWaiting
+	sl := sh.queueLocked(r, s, leaseMs, now)
 	sl.blocked = true
-	sl.tag = tag
-	// No timer: the wait ends only by a grant, Close or Drain.
-	r.queue.pushBack(sl)
-	s.record(sl)
-	sh.touchLocked(r, now)
+	sl.tag = tag // no timer: the wait ends only by a grant, Close or Drain
 	return Result{Blocked: true}
 }
 

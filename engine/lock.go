@@ -17,31 +17,52 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, tim
 	if r == nil {
 		return res
 	}
-	if r.queue.n == 0 && r.holders.n < int(r.limit) {
-		sl := sh.newSlotLocked(r, sess)
-		sl.lease = leaseMs
-		res := sh.grantLocked(sl, now)
-		if res.Status == parse.StatusOK {
-			sess.record(sl)
-		}
-		sh.touchLocked(r, now)
+	if _, res, ok := sh.grantNowLocked(r, sess, leaseMs, now); ok {
 		return res
 	}
+	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
 	if timeoutMs == 0 {
 		return status(parse.StatusTimeout)
 	}
+	sl := sh.queueLocked(r, sess, leaseMs, now)
+	sl.blocked = true
+	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
+	return Result{Blocked: true}
+}
+
+// grantNowLocked is the fast path of every acquire: with capacity free and
+// nobody queued (strict FIFO: no barging past waiters) it grants r to sess
+// and records the claim. ok is false when the caller must queue instead;
+// a grant that failed (fence error) comes back with ok true and sl nil.
+func (sh *shard) grantNowLocked(r *resource, sess *Session, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
+	if r.queue.n != 0 || r.holders.n >= int(r.limit) {
+		return nil, Result{}, false
+	}
+	sl = sh.newSlotLocked(r, sess)
+	sl.lease = leaseMs
+	res = sh.grantLocked(sl, now)
+	sh.touchLocked(r, now)
+	if res.Status != parse.StatusOK {
+		return nil, res, true // grantLocked freed the slot
+	}
+	sess.record(sl)
+	return sl, res, true
+}
+
+// queueLocked appends a waiting slot for sess to r's FIFO and records the
+// claim. Callers check --max-waiters first; they set the slot's timer and
+// flags.
+func (sh *shard) queueLocked(r *resource, sess *Session, leaseMs int64, now timerwheel.Tick) *slot {
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
 	sl.state = slotWaiting
-	sl.blocked = true
 	r.queue.pushBack(sl)
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
 	sess.record(sl)
 	sh.touchLocked(r, now)
-	return Result{Blocked: true}
+	return sl
 }
 
 // admitLocked finds or creates the resource for an acquire or enqueue and

@@ -28,31 +28,21 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, lea
 	if r == nil {
 		return res
 	}
-	if r.queue.n == 0 && r.holders.n < int(r.limit) {
-		sl := sh.newSlotLocked(r, sess)
-		sl.lease = leaseMs
-		res := sh.grantLocked(sl, now)
-		if res.Status != parse.StatusOK {
+	if sl, res, ok := sh.grantNowLocked(r, sess, leaseMs, now); ok {
+		if sl == nil {
 			return res
 		}
 		sl.twoPhase = true
-		sess.record(sl)
 		sess.rememberEnqueued(ns, r.key, sl)
-		sh.touchLocked(r, now)
 		res.Status = parse.StatusAcquired
 		return res
 	}
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
-	sl := sh.newSlotLocked(r, sess)
-	sl.lease = leaseMs
-	sl.state = slotWaiting
-	sl.twoPhase = true
-	r.queue.pushBack(sl)
-	sess.record(sl)
+	sl := sh.queueLocked(r, sess, leaseMs, now)
+	sl.twoPhase = true // no timer until w
 	sess.rememberEnqueued(ns, r.key, sl)
-	sh.touchLocked(r, now)
 	return status(parse.StatusQueued)
 }
 
