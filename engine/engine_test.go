@@ -418,3 +418,17 @@ func TestFenceFailureAnswersError(t *testing.T) {
 		t.Fatalf("keys %d", h.eng.Keys())
 	}
 }
+
+// A session that holds a key and also waits on it (locks are not
+// re-entrant) must not be granted its own key while closing: waiters are
+// dropped before holds are released, so the next session gets it.
+func TestCloseCancelsWaitersBeforeReleasing(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := h.session(), h.session()
+	wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
+	wantBlocked(t, h.do(a, "l", "k", "10"))
+	wantBlocked(t, h.do(b, "l", "k", "10"))
+	h.eng.Close(a)
+	h.wantNothing(a)
+	h.wantDelivered(b, parse.StatusOK)
+}

@@ -467,10 +467,24 @@ func (m *model) wait(si int, rk resKey, timeoutMs, now int64) mOut {
 
 func (m *model) close(si int, now int64) {
 	s := m.sess[si]
-	for _, id := range s.claims {
+	// Waiters (and lapsed grants) first, then holds: releasing a hold must
+	// not grant this closing session's own queued waiter (§D.4).
+	for _, holds := range [2]bool{false, true} {
+		for _, id := range s.claims {
+			m.closeClaim(si, id, holds, now)
+		}
+	}
+	s.claims = nil
+	s.enq = map[resKey]int{}
+	s.parked = 0
+	s.closed = true
+}
+
+func (m *model) closeClaim(si, id int, holds bool, now int64) {
+	{
 		sl := m.slots[id]
-		if sl == nil || sl.sess != si {
-			continue
+		if sl == nil || sl.sess != si || (sl.state == slotHolding) != holds {
+			return
 		}
 		switch sl.state {
 		case slotWaiting:
@@ -488,10 +502,6 @@ func (m *model) close(si int, now int64) {
 			m.free(sl)
 		}
 	}
-	s.claims = nil
-	s.enq = map[resKey]int{}
-	s.parked = 0
-	s.closed = true
 }
 
 func (m *model) gc(now int64) {
@@ -1286,10 +1296,8 @@ func (d *modelRun) closeSession(si int) {
 	}
 	d.closed[si] = true
 	d.live = slices.DeleteFunc(d.live, func(i int) bool { return i == si })
-	// Close may still deliver to the closing session: releasing one of its
-	// holds can grant its own waiter queued behind it, before that
-	// waiter's claim is cleaned up (the loop drops deliveries to closed
-	// connections). It must not deliver to it afterwards.
+	// Close cancels the session's waiters before releasing its holds, so
+	// nothing is delivered to the closing session, then or later.
 	d.endStep(nil, nil, nil)
 	d.parked[si] = false
 }

@@ -86,35 +86,44 @@ func (s *Session) forgetEnqueued(ns namespace, key []byte) {
 
 // Close runs disconnect cleanup (spec §D.4): waiters and enqueue state are
 // always cancelled; held slots are released unless the engine keeps them
-// until their leases end. Each slot is handled under its own shard lock,
-// one shard at a time.
+// until their leases end. Waiters go first, as in dflockd, so releasing
+// one of this session's holds cannot hand the key to its own queued
+// waiter. Each slot is handled under its own shard lock, one shard at a
+// time.
 func (e *Engine) Close(s *Session) {
-	for _, c := range s.claims {
-		sl := c.sl
-		sh := sl.sh
-		sh.lock()
-		if sl.gen.Load() == c.gen && sl.sess == s {
-			now := e.clock.Now()
-			switch sl.state {
-			case slotWaiting:
-				r := sl.res
-				r.queue.remove(sl)
-				sh.freeSlotLocked(sl)
-				sh.touchLocked(r, now)
-			case slotHolding:
-				if e.cfg.KeepOnDisconnect {
-					// Nobody can observe a lapse any more: let the
-					// lease end free the slot.
-					sl.twoPhase = false
-				} else {
-					sh.releaseHolderLocked(sl, now)
-				}
-			case slotLapsed:
-				sh.freeSlotLocked(sl)
+	for _, holds := range [2]bool{false, true} {
+		for _, c := range s.claims {
+			sl := c.sl
+			sh := sl.sh
+			sh.lock()
+			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
+				e.dropClaimLocked(sh, sl, s)
 			}
+			sh.unlock()
 		}
-		sh.unlock()
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}
+}
+
+// dropClaimLocked ends one of a closing session's claims.
+func (e *Engine) dropClaimLocked(sh *shard, sl *slot, s *Session) {
+	now := e.clock.Now()
+	switch sl.state {
+	case slotWaiting:
+		r := sl.res
+		r.queue.remove(sl)
+		sh.freeSlotLocked(sl)
+		sh.touchLocked(r, now)
+	case slotHolding:
+		if e.cfg.KeepOnDisconnect {
+			// Nobody can observe a lapse any more: let the lease end
+			// free the slot.
+			sl.twoPhase = false
+		} else {
+			sh.releaseHolderLocked(sl, now)
+		}
+	case slotLapsed:
+		sh.freeSlotLocked(sl)
+	}
 }
