@@ -14,6 +14,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -488,10 +489,14 @@ func TestFakeConnBlockedInputCap(t *testing.T) {
 
 func TestFakeConnDeliveryToClosedConnDropped(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
-	holder, c, tok := blockedConn(t, fs, "a", "")
-	// The grant is queued for c's loop, but c closes before it runs.
-	holder.feed([]byte(request("r", "a", tok)))
-	fs.onTraffic(holder)
+	_, c, tok := blockedConn(t, fs, "a", "")
+	// The release comes from off the loop (as from another loop or the
+	// timer driver), so the grant is queued for c's loop as a task; c
+	// closes before that task runs.
+	rel := parse.Request{Op: parse.OpRelease, Key: []byte("a"), Token: []byte(tok)}
+	if r := fs.eng.Do(fs.eng.NewSession(nil), &rel); r.Status != parse.StatusOK {
+		t.Fatalf("release: %+v", r)
+	}
 	fs.closeConn(c)
 	fs.pump()
 	if len(c.out) != 0 {

@@ -229,7 +229,10 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok || cs == nil {
 		return gnet.Close
 	}
-	return cs.onTraffic()
+	cs.lp.beginTraffic()
+	action := cs.onTraffic()
+	cs.lp.endTraffic()
+	return action
 }
 
 // OnTick runs housekeeping on gnet's ticker goroutine: idle-key GC.
