@@ -191,16 +191,20 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		// lock is a semaphore of limit 1 (spec §B.2).
 		ns = nsSem
 	}
+	// Read-write locks are a type in the lock namespace (spec §I.6); their
+	// release, renew and wait are the lock ones (§B.4: the mode of a token
+	// is not checked, and w/rw/ww share one two-phase state).
+	m := mode{limit: int(max(r.Limit, 1)), rw: r.Op.ReadWrite(), writer: r.Op.Writer()}
 	switch r.Op {
-	case parse.OpLock, parse.OpSemLock:
-		return e.acquire(s, ns, r.Key, int(max(r.Limit, 1)), r.Timeout*1000, e.leaseMs(r.Lease))
-	case parse.OpRelease, parse.OpSemRelease:
+	case parse.OpLock, parse.OpSemLock, parse.OpReadLock, parse.OpWriteLock:
+		return e.acquire(s, ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease))
+	case parse.OpRelease, parse.OpSemRelease, parse.OpReadRelease, parse.OpWriteRelease:
 		return e.release(ns, r.Key, r.Token)
-	case parse.OpRenew, parse.OpSemRenew:
+	case parse.OpRenew, parse.OpSemRenew, parse.OpReadRenew, parse.OpWriteRenew:
 		return e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease))
-	case parse.OpEnqueue, parse.OpSemEnqueue:
-		return e.enqueue(s, ns, r.Key, int(max(r.Limit, 1)), e.leaseMs(r.Lease))
-	case parse.OpWait, parse.OpSemWait:
+	case parse.OpEnqueue, parse.OpSemEnqueue, parse.OpReadEnqueue, parse.OpWriteEnqueue:
+		return e.enqueue(s, ns, r.Key, m, e.leaseMs(r.Lease))
+	case parse.OpWait, parse.OpSemWait, parse.OpReadWait, parse.OpWriteWait:
 		return e.wait(s, ns, r.Key, r.Timeout*1000)
 	case parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet:
 		return e.counterOp(r)

@@ -8,16 +8,16 @@ import (
 
 // acquire serves l and sl: a grant on the fast path, an immediate timeout
 // for a try-lock (timeout 0), or a parked waiter.
-func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, timeoutMs, leaseMs int64) Result {
+func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeoutMs, leaseMs int64) Result {
 	sh := e.shardFor(key)
 	sh.lock()
 	defer sh.unlock()
 	now := e.clock.Now()
-	r, res := sh.admitLocked(ns, key, limit, now)
+	r, res := sh.admitLocked(ns, key, m, now)
 	if r == nil {
 		return res
 	}
-	if _, res, ok := sh.grantNowLocked(r, sess, leaseMs, now); ok {
+	if _, res, ok := sh.grantNowLocked(r, sess, m.writer, leaseMs, now); ok {
 		return res
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
@@ -27,7 +27,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, tim
 	if timeoutMs == 0 {
 		return status(parse.StatusTimeout)
 	}
-	sl := sh.queueLocked(r, sess, leaseMs, now)
+	sl := sh.queueLocked(r, sess, m.writer, leaseMs, now)
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
 	return Result{Blocked: true}
@@ -37,12 +37,13 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, limit int, tim
 // nobody queued (strict FIFO: no barging past waiters) it grants r to sess
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
-func (sh *shard) grantNowLocked(r *resource, sess *Session, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
-	if r.queue.n != 0 || r.holders.n >= int(r.limit) {
+func (sh *shard) grantNowLocked(r *resource, sess *Session, writer bool, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
+	if r.queue.n != 0 || !r.fits(writer) {
 		return nil, Result{}, false
 	}
 	sl = sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
+	sl.writer = writer
 	res = sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
 	if res.Status != parse.StatusOK {
@@ -55,9 +56,10 @@ func (sh *shard) grantNowLocked(r *resource, sess *Session, leaseMs int64, now t
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
 // claim. Callers check --max-waiters first; they set the slot's timer and
 // flags.
-func (sh *shard) queueLocked(r *resource, sess *Session, leaseMs int64, now timerwheel.Tick) *slot {
+func (sh *shard) queueLocked(r *resource, sess *Session, writer bool, leaseMs int64, now timerwheel.Tick) *slot {
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
+	sl.writer = writer
 	sl.state = slotWaiting
 	r.queue.pushBack(sl)
 	sess.record(sl)
@@ -69,18 +71,21 @@ func (sh *shard) queueLocked(r *resource, sess *Session, leaseMs int64, now time
 // checks its limit. It evicts holders whose lease has run out even if the
 // driver has not fired yet, so the answer never depends on timer latency.
 // A nil resource comes with the error Result to return.
-func (sh *shard) admitLocked(ns namespace, key []byte, limit int, now timerwheel.Tick) (*resource, Result) {
+func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Tick) (*resource, Result) {
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
-		if r = sh.createLocked(ns, key, limit, now); r == nil {
+		if r = sh.createLocked(ns, key, m, now); r == nil {
 			return nil, status(parse.StatusErrorMaxLocks)
 		}
 		return r, Result{}
 	}
-	if int(r.limit) != limit {
+	if r.rw != m.rw {
+		return nil, status(parse.StatusErrorTypeMismatch) // spec §B.4
+	}
+	if !m.rw && int(r.limit) != m.limit {
 		return nil, status(parse.StatusErrorLimitMismatch)
 	}
-	if r.holders.n >= int(r.limit) {
+	if !r.fits(m.writer) {
 		sh.evictExpiredLocked(r, now)
 	}
 	return r, Result{}
@@ -113,11 +118,13 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
 }
 
-// handOffLocked grants freed capacity to the queue head(s) in FIFO order.
+// handOffLocked grants freed capacity to the queue head(s) in FIFO order:
+// as many waiters as fit, so consecutive readers of a read-write lock are
+// granted as a batch and a writer at the head stops everything behind it.
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
 func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
-	for r.queue.n > 0 && r.holders.n < int(r.limit) {
+	for r.queue.n > 0 && r.fits(r.queue.head.writer) {
 		sl := r.queue.head
 		r.queue.remove(sl)
 		sess, blocked, tag := sl.sess, sl.blocked, sl.tag
@@ -166,14 +173,21 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Tick) {
 
 // timeoutWaiterLocked ends a wait whose timeout fired.
 func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Tick) {
-	r := sl.res
 	sess, blocked := sl.sess, sl.blocked
-	r.queue.remove(sl)
-	sh.freeSlotLocked(sl)
-	sh.touchLocked(r, now)
+	sh.dropWaiterLocked(sl, now)
 	if blocked {
 		sh.eng.notify.Deliver(sess, status(parse.StatusTimeout))
 	}
+}
+
+// dropWaiterLocked removes a waiter from its queue. Readers queued behind
+// a departing writer may fit now (spec §B.4), so the queue is
+// re-evaluated; for locks and semaphores that finds nothing to grant.
+func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Tick) {
+	r := sl.res
+	r.queue.remove(sl)
+	sh.freeSlotLocked(sl)
+	sh.handOffLocked(r, now)
 }
 
 // holderLocked finds the live holder of token text tok on key. A holder

@@ -111,10 +111,7 @@ func (e *Engine) dropClaimLocked(sh *shard, sl *slot, s *Session) {
 	now := e.clock.Now()
 	switch sl.state {
 	case slotWaiting:
-		r := sl.res
-		r.queue.remove(sl)
-		sh.freeSlotLocked(sl)
-		sh.touchLocked(r, now)
+		sh.dropWaiterLocked(sl, now)
 	case slotHolding:
 		if e.cfg.KeepOnDisconnect {
 			// Nobody can observe a lapse any more: let the lease end

@@ -28,11 +28,33 @@ type resource struct {
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
-	limit      int32
+	limit      int32 // locks 1, semaphores N; unused by read-write locks
 	ns         namespace
+	rw         bool // a read-write lock (spec §B.4): readers share, a writer is alone
 }
 
 func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
+
+// fits reports whether one more holder of the given side may hold r now.
+// A writer of a read-write lock holds alone, so a held write side is the
+// only holder and shows at the head.
+func (r *resource) fits(writer bool) bool {
+	if !r.rw {
+		return r.holders.n < int(r.limit)
+	}
+	if writer {
+		return r.holders.n == 0
+	}
+	return r.holders.n == 0 || !r.holders.head.writer
+}
+
+// mode is what an acquire asks of a resource: a slot of a lock (limit 1)
+// or semaphore (limit N), or one side of a read-write lock.
+type mode struct {
+	limit  int
+	rw     bool
+	writer bool
+}
 
 // shard owns a slice of the keyspace. Everything below mu is guarded by it.
 type shard struct {
@@ -74,13 +96,13 @@ func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
 }
 
 // createLocked adds a resource, or returns nil when --max-locks is reached.
-func (s *shard) createLocked(ns namespace, key []byte, limit int, now timerwheel.Tick) *resource {
+func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.Tick) *resource {
 	e := s.eng
 	if e.keys.Add(1) > int64(e.cfg.MaxLocks) {
 		e.keys.Add(-1)
 		return nil
 	}
-	r := &resource{key: string(key), ns: ns, limit: int32(limit), lastActive: now}
+	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now}
 	s.res[ns][r.key] = r
 	return r
 }

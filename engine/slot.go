@@ -34,8 +34,10 @@ type slot struct {
 	// blocked: the session is parked on this slot (l, sl, w, sw) and
 	// expects exactly one delivery: grant, timeout or error.
 	blocked bool
-	lease   int64 // lease TTL in ms, fixed at acquire time
-	token   fence.Token
+	// writer: the write side of a read-write lock.
+	writer bool
+	lease  int64 // lease TTL in ms, fixed at acquire time
+	token  fence.Token
 	// timer is the acquire/wait timeout while waiting and the lease while
 	// holding; one node suffices because the two never overlap.
 	timer      timerwheel.Node

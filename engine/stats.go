@@ -18,6 +18,7 @@ type statsV2 struct {
 	Connections    int           `json:"connections"`
 	Locks          []lockStat    `json:"locks"`
 	Semaphores     []semStat     `json:"semaphores"`
+	RWLocks        []rwStat      `json:"rw_locks"`
 	IdleLocks      []idleStat    `json:"idle_locks"`
 	IdleSemaphores []idleStat    `json:"idle_semaphores"`
 	Counters       []counterStat `json:"counters"`
@@ -29,7 +30,7 @@ type statsRF struct {
 	Connections    int           `json:"connections"`
 	Locks          []lockStat    `json:"locks"`
 	Semaphores     []semStat     `json:"semaphores"`
-	RWLocks        []struct{}    `json:"rw_locks"`
+	RWLocks        []rwStat      `json:"rw_locks"`
 	IdleLocks      []idleStat    `json:"idle_locks"`
 	IdleSemaphores []idleStat    `json:"idle_semaphores"`
 	Counters       []counterStat `json:"counters"`
@@ -73,6 +74,15 @@ type lockStat struct {
 	Fence          uint64  `json:"fence,omitempty"` // rf only
 }
 
+// rwStat: fence is the highest among the holders (spec §F.1).
+type rwStat struct {
+	Key     string `json:"key"`
+	Readers int    `json:"readers"`
+	Writer  bool   `json:"writer"`
+	Fence   uint64 `json:"fence,omitempty"`
+	Waiters int    `json:"waiters"`
+}
+
 type semStat struct {
 	Key     string `json:"key"`
 	Limit   int    `json:"limit"`
@@ -102,9 +112,23 @@ type kvStat struct {
 type statsCollector struct {
 	locks               []lockStat
 	sems                []semStat
+	rw                  []rwStat
 	idleLocks, idleSems []idleStat
 	counters            []counterStat
 	kv                  []kvStat
+}
+
+func rwStatOf(r *resource) rwStat {
+	st := rwStat{Key: r.key, Waiters: r.queue.n}
+	for h := r.holders.head; h != nil; h = h.next {
+		if h.writer {
+			st.Writer = true
+		} else {
+			st.Readers++
+		}
+		st.Fence = max(st.Fence, h.token.Fence)
+	}
+	return st
 }
 
 func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
@@ -112,7 +136,7 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 // AppendStats appends the stats JSON (one line, no LF) to dst.
 func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 	c := statsCollector{
-		locks: []lockStat{}, sems: []semStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
+		locks: []lockStat{}, sems: []semStat{}, rw: []rwStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
 		counters: []counterStat{}, kv: []kvStat{},
 	}
 	for i := range e.shards {
@@ -124,14 +148,14 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 	var doc any
 	if e.cfg.RF {
 		doc = &statsRF{
-			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: []struct{}{},
+			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
 			Lists: []struct{}{}, SignalChannels: []struct{}{}, WatchChannels: []struct{}{}, Barriers: []struct{}{},
 			Fence: e.fenceStat(),
 		}
 	} else {
 		doc = &statsV2{
-			Connections: connections, Locks: c.locks, Semaphores: c.sems,
+			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
 			Fence: e.fenceStat(),
 		}
@@ -151,6 +175,12 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick) {
 	for ns, m := range sh.res {
 		for _, r := range m {
+			if r.rw {
+				if !r.idle() { // idle read-write locks are not listed (§F.1)
+					c.rw = append(c.rw, rwStatOf(r))
+				}
+				continue
+			}
 			asLock := namespace(ns) == nsLock && (!e.cfg.RF || r.limit == 1)
 			if r.idle() {
 				is := idleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
@@ -221,7 +251,7 @@ func (e *Engine) Drain() {
 					}
 					sl = next
 				}
-				sh.touchLocked(r, now)
+				sh.handOffLocked(r, now) // readers behind a dropped writer
 			}
 		}
 		sh.unlock()

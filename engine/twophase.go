@@ -7,7 +7,7 @@ import (
 
 // enqueue serves e and se (two-phase acquire, phase 1). The enqueue state
 // belongs to the (session, key) pair: only this session's w can finish it.
-func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, leaseMs int64) Result {
+func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseMs int64) Result {
 	sh := e.shardFor(key)
 	sh.lock()
 	defer sh.unlock()
@@ -24,11 +24,11 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, lea
 		sess.forgetEnqueued(ns, key)
 		sh.freeSlotLocked(sl)
 	}
-	r, res := sh.admitLocked(ns, key, limit, now)
+	r, res := sh.admitLocked(ns, key, m, now)
 	if r == nil {
 		return res
 	}
-	if sl, res, ok := sh.grantNowLocked(r, sess, leaseMs, now); ok {
+	if sl, res, ok := sh.grantNowLocked(r, sess, m.writer, leaseMs, now); ok {
 		if sl == nil {
 			return res
 		}
@@ -40,7 +40,7 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, limit int, lea
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
-	sl := sh.queueLocked(r, sess, leaseMs, now)
+	sl := sh.queueLocked(r, sess, m.writer, leaseMs, now)
 	sl.twoPhase = true // no timer until w
 	sess.rememberEnqueued(ns, r.key, sl)
 	return status(parse.StatusQueued)

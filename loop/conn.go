@@ -263,13 +263,16 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 }
 
 // implemented lists the commands the engine serves. The other
-// redis-feats commands (read-write locks, lists, pub/sub, watch, barriers,
-// elections) are parsed but answered error, as a dflockd without them
-// would, until they are built.
+// redis-feats commands (lists, pub/sub, watch, barriers, elections) are
+// parsed but answered error, as a dflockd without them would, until they
+// are built.
 func implemented(op parse.Op) bool {
 	switch op {
 	case parse.OpLock, parse.OpRelease, parse.OpRenew, parse.OpEnqueue, parse.OpWait,
 		parse.OpSemLock, parse.OpSemRelease, parse.OpSemRenew, parse.OpSemEnqueue, parse.OpSemWait,
+		parse.OpReadLock, parse.OpWriteLock, parse.OpReadRelease, parse.OpWriteRelease,
+		parse.OpReadRenew, parse.OpWriteRenew, parse.OpReadEnqueue, parse.OpWriteEnqueue,
+		parse.OpReadWait, parse.OpWriteWait,
 		parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet,
 		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
 		return true
