@@ -35,6 +35,7 @@ type Config struct {
 	KeepOnDisconnect bool
 	GCMaxIdle        time.Duration // idle keys older than this are pruned; <0 = at once
 	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
+	MaxListLength    int           // items per list; 0 = unlimited
 	// RF selects the redis-feats profile's semantics where they differ
 	// from v2 (spec §I): see the uses of cfg.RF.
 	RF     bool
@@ -210,6 +211,9 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		return e.counterOp(r)
 	case parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
 		return e.kvOp(r)
+	case parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
+		parse.OpBLPop, parse.OpBRPop:
+		return e.listOp(s, r)
 	}
 	panic("engine: Do called with unsupported op " + r.Op.String())
 }

@@ -22,6 +22,9 @@ type Session struct {
 	claims []claim
 	// enq is the two-phase state per (namespace, key), consumed by w.
 	enq [numNamespaces]map[string]claim
+	// pop is the session's last blocking pop; its done flag (under its
+	// shard lock) says whether it still waits.
+	pop *popWaiter
 }
 
 type claim struct {
@@ -101,6 +104,15 @@ func (e *Engine) Close(s *Session) {
 			}
 			sh.unlock()
 		}
+	}
+	if w := s.pop; w != nil {
+		w.sh.lock()
+		if !w.done {
+			w.sh.endPopLocked(w)
+			w.sh.dropEmptyListLocked(w.l)
+		}
+		w.sh.unlock()
+		s.pop = nil
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}

@@ -65,6 +65,7 @@ type shard struct {
 	// Key spaces of the redis-feats primitives, separate from locks.
 	counters map[string]*counter
 	kv       map[string]*kvEntry
+	lists    map[string]*list
 	wheel    *timerwheel.Wheel
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
@@ -82,6 +83,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	}
 	s.counters = make(map[string]*counter)
 	s.kv = make(map[string]*kvEntry)
+	s.lists = make(map[string]*list)
 	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
 	s.salt = e.cfg.NewSalt()
@@ -214,6 +216,8 @@ func (s *shard) fireLocked(n *timerwheel.Node) {
 		}
 	case *kvEntry:
 		s.deleteKVLocked(o)
+	case *popWaiter:
+		s.popTimedOutLocked(o)
 	default:
 		panic(fmt.Sprintf("engine: timer with unknown owner %T", o))
 	}

@@ -23,6 +23,7 @@ type statsV2 struct {
 	IdleSemaphores []idleStat    `json:"idle_semaphores"`
 	Counters       []counterStat `json:"counters"`
 	KVEntries      []kvStat      `json:"kv_entries"`
+	Lists          []listStat    `json:"lists"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
@@ -35,7 +36,7 @@ type statsRF struct {
 	IdleSemaphores []idleStat    `json:"idle_semaphores"`
 	Counters       []counterStat `json:"counters"`
 	KVEntries      []kvStat      `json:"kv_entries"`
-	Lists          []struct{}    `json:"lists"`
+	Lists          []listStat    `json:"lists"`
 	SignalChannels []struct{}    `json:"signal_channels"`
 	WatchChannels  []struct{}    `json:"watch_channels"`
 	Barriers       []struct{}    `json:"barriers"`
@@ -101,6 +102,13 @@ type counterStat struct {
 	IdleS float64 `json:"idle_s"`
 }
 
+type listStat struct {
+	Key        string  `json:"key"`
+	Len        int     `json:"len"`
+	PopWaiters int     `json:"pop_waiters,omitempty"`
+	IdleS      float64 `json:"idle_s"`
+}
+
 type kvStat struct {
 	Key      string  `json:"key"`
 	ValueLen int     `json:"value_len"`
@@ -116,6 +124,7 @@ type statsCollector struct {
 	idleLocks, idleSems []idleStat
 	counters            []counterStat
 	kv                  []kvStat
+	lists               []listStat
 }
 
 func rwStatOf(r *resource) rwStat {
@@ -137,7 +146,7 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 	c := statsCollector{
 		locks: []lockStat{}, sems: []semStat{}, rw: []rwStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
-		counters: []counterStat{}, kv: []kvStat{},
+		counters: []counterStat{}, kv: []kvStat{}, lists: []listStat{},
 	}
 	for i := range e.shards {
 		sh := &e.shards[i]
@@ -150,14 +159,14 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		doc = &statsRF{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: []struct{}{}, SignalChannels: []struct{}{}, WatchChannels: []struct{}{}, Barriers: []struct{}{},
+			Lists: c.lists, SignalChannels: []struct{}{}, WatchChannels: []struct{}{}, Barriers: []struct{}{},
 			Fence: e.fenceStat(),
 		}
 	} else {
 		doc = &statsV2{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Fence: e.fenceStat(),
+			Lists: c.lists, Fence: e.fenceStat(),
 		}
 	}
 	buf := bytebufferpool.Get()
@@ -209,6 +218,9 @@ func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick
 	for k, ctr := range sh.counters {
 		c.counters = append(c.counters, counterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
 	}
+	for k, l := range sh.lists {
+		c.lists = append(c.lists, listStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
+	}
 	for k, kv := range sh.kv {
 		if kv.expired(now) {
 			continue
@@ -253,6 +265,13 @@ func (e *Engine) Drain() {
 				}
 				sh.handOffLocked(r, now) // readers behind a dropped writer
 			}
+		}
+		for _, l := range sh.lists {
+			for w := l.waiters.head; w != nil; w = l.waiters.head {
+				sh.endPopLocked(w)
+				e.notify.Deliver(w.sess, status(parse.StatusError))
+			}
+			sh.dropEmptyListLocked(l)
 		}
 		sh.unlock()
 	}

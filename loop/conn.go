@@ -263,7 +263,7 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 }
 
 // implemented lists the commands the engine serves. The other
-// redis-feats commands (lists, pub/sub, watch, barriers, elections) are
+// redis-feats commands (pub/sub, watch, barriers, elections) are
 // parsed but answered error, as a dflockd without them would, until they
 // are built.
 func implemented(op parse.Op) bool {
@@ -274,7 +274,9 @@ func implemented(op parse.Op) bool {
 		parse.OpReadRenew, parse.OpWriteRenew, parse.OpReadEnqueue, parse.OpWriteEnqueue,
 		parse.OpReadWait, parse.OpWriteWait,
 		parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet,
-		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
+		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS,
+		parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
+		parse.OpBLPop, parse.OpBRPop:
 		return true
 	}
 	return false

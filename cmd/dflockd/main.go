@@ -93,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
 		GCMaxIdle:        gcIdle,
 		MaxKeys:          cfg.MaxKeys,
+		MaxListLength:    cfg.MaxListLength,
 		RF:               cfg.Compat == "rf",
 		Clock:            clock,
 		Fences:           fences,

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// list is a deque of values under a key of the list key space (spec
+// §B.7), with the FIFO of connections blocked in blpop/brpop on it.
+// Values are strings copied from the request and never mutated, so a
+// popped value may be used after the shard lock is released.
+type list struct {
+	key        string
+	items      []string // items[head:] is the list, front first
+	head       int
+	waiters    popList
+	lastActive timerwheel.Tick
+}
+
+func (l *list) len() int { return len(l.items) - l.head }
+
+func (l *list) pushFront(v string) {
+	if l.head == 0 {
+		// Make room at the front: double, and put the old items at the back.
+		n := l.len()
+		grown := make([]string, n+max(n, 4))
+		l.head = len(grown) - n
+		copy(grown[l.head:], l.items)
+		l.items = grown
+	}
+	l.head--
+	l.items[l.head] = v
+}
+
+func (l *list) pushBack(v string) { l.items = append(l.items, v) }
+
+func (l *list) popFront() string {
+	v := l.items[l.head]
+	l.items[l.head] = ""
+	l.head++
+	if l.head == len(l.items) {
+		l.items, l.head = l.items[:0], 0
+	}
+	return v
+}
+
+func (l *list) popBack() string {
+	v := l.items[len(l.items)-1]
+	l.items[len(l.items)-1] = ""
+	l.items = l.items[:len(l.items)-1]
+	if l.head == len(l.items) {
+		l.items, l.head = l.items[:0], 0
+	}
+	return v
+}
+
+// popWaiter is a session parked in blpop/brpop. A session parks at most
+// one request at a time, so it records at most one pop waiter.
+//
+// Only the session's goroutine writes Session.pop; whoever ends the wait
+// (a push, the timeout, Close, Drain) sets done under the shard lock.
+type popWaiter struct {
+	timer      timerwheel.Node // the pop's timeout
+	sh         *shard
+	l          *list
+	sess       *Session
+	prev, next *popWaiter
+	done       bool
+}
+
+type popList struct {
+	head, tail *popWaiter
+	n          int
+}
+
+func (q *popList) pushBack(w *popWaiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+	q.n++
+}
+
+func (q *popList) remove(w *popWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.n--
+}
+
+// listOp serves the list commands.
+func (e *Engine) listOp(s *Session, r *parse.Request) Result {
+	sh := e.shardFor(r.Key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	l := sh.lists[string(r.Key)]
+	switch r.Op {
+	case parse.OpLPush, parse.OpRPush:
+		return sh.pushLocked(l, r, now)
+	case parse.OpLLen:
+		if l == nil {
+			return Result{Status: parse.StatusOK, Kind: KindInt}
+		}
+		return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
+	case parse.OpLRange:
+		return lrange(l, r.N, r.M)
+	}
+	// lpop, rpop, blpop, brpop
+	if l != nil && l.len() > 0 {
+		var v string
+		if r.Op == parse.OpLPop || r.Op == parse.OpBLPop {
+			v = l.popFront()
+		} else {
+			v = l.popBack()
+		}
+		l.lastActive = now
+		sh.dropEmptyListLocked(l)
+		return Result{Status: parse.StatusOK, Kind: KindValue, Value: v}
+	}
+	if r.Op == parse.OpLPop || r.Op == parse.OpRPop || r.Timeout == 0 {
+		return status(parse.StatusNil)
+	}
+	if l == nil {
+		// The list entry that holds the waiter counts as a key (§B.7).
+		if !e.admitKey() {
+			return status(parse.StatusErrorMaxKeys)
+		}
+		l = &list{key: string(r.Key)}
+		sh.lists[l.key] = l
+	}
+	w := &popWaiter{sh: sh, l: l, sess: s}
+	w.timer.Owner = w
+	l.waiters.pushBack(w)
+	l.lastActive = now
+	s.pop = w
+	sh.armLocked(&w.timer, now+timerwheel.Tick(r.Timeout*1000))
+	return Result{Blocked: true}
+}
+
+// pushLocked hands the value to the oldest parked popper, whichever end
+// either side names, or stores it (spec §B.7).
+func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Result {
+	e := sh.eng
+	if l != nil && l.waiters.n > 0 {
+		w := l.waiters.head
+		sh.endPopLocked(w)
+		e.notify.Deliver(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
+		l.lastActive = now
+		n := int64(l.len())
+		sh.dropEmptyListLocked(l)
+		if e.cfg.RF {
+			n = 0 // the redis-feats line answers "ok 0" to a hand-off (§I.27)
+		}
+		return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
+	}
+	if l == nil {
+		if !e.admitKey() {
+			return status(parse.StatusErrorMaxKeys)
+		}
+		l = &list{key: string(r.Key)}
+		sh.lists[l.key] = l
+	} else if e.cfg.MaxListLength > 0 && l.len() >= e.cfg.MaxListLength {
+		return status(parse.StatusErrorListFull)
+	}
+	if r.Op == parse.OpLPush {
+		l.pushFront(string(r.Value))
+	} else {
+		l.pushBack(string(r.Value))
+	}
+	l.lastActive = now
+	return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
+}
+
+// endPopLocked takes a waiter off its list and the timer wheel.
+func (sh *shard) endPopLocked(w *popWaiter) {
+	w.l.waiters.remove(w)
+	sh.wheel.Cancel(&w.timer)
+	w.done = true
+}
+
+// dropEmptyListLocked deletes a list with no items and no waiters: empty
+// lists do not linger (§B.7).
+func (sh *shard) dropEmptyListLocked(l *list) {
+	if l.len() == 0 && l.waiters.n == 0 && sh.lists[l.key] == l {
+		delete(sh.lists, l.key)
+		sh.eng.forgetKey()
+	}
+}
+
+// popTimedOutLocked answers a parked pop whose timeout fired with nil.
+func (sh *shard) popTimedOutLocked(w *popWaiter) {
+	sh.endPopLocked(w)
+	sh.dropEmptyListLocked(w.l)
+	sh.eng.notify.Deliver(w.sess, status(parse.StatusNil))
+}
+
+// lrange returns items start..stop inclusive; negative indexes count from
+// the end; the JSON is encoding/json's (HTML-escaped, invalid UTF-8 as
+// U+FFFD), as dflockd's (§B.7).
+func lrange(l *list, start, stop int64) Result {
+	items := []string{}
+	if l != nil {
+		n := int64(l.len())
+		if start < 0 {
+			start += n
+		}
+		if stop < 0 {
+			stop += n
+		}
+		start = max(start, 0)
+		stop = min(stop, n-1)
+		if start <= stop {
+			items = l.items[l.head+int(start) : l.head+int(stop)+1]
+		}
+	}
+	b, err := json.Marshal(items)
+	if err != nil {
+		panic("engine: lrange does not encode: " + err.Error())
+	}
+	return Result{Status: parse.StatusOK, Kind: KindValue, Value: string(b)}
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+func TestListPushPopRange(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.session()
+	wantInt(t, h.do(s, "rpush", "l", "b"), 1)
+	wantInt(t, h.do(s, "rpush", "l", "c d"), 2) // values are raw: spaces kept
+	wantInt(t, h.do(s, "lpush", "l", "a"), 3)
+	for i := 0; i < 10; i++ { // force front growth
+		h.do(s, "lpush", "l", "x")
+	}
+	wantInt(t, h.do(s, "llen", "l", ""), 13)
+	for i := 0; i < 10; i++ {
+		wantValue(t, h.do(s, "lpop", "l", ""), "x")
+	}
+	wantValue(t, h.do(s, "lrange", "l", "0 -1"), `["a","b","c d"]`)
+	wantValue(t, h.do(s, "lrange", "l", "-2 10"), `["b","c d"]`)
+	wantValue(t, h.do(s, "lrange", "l", "2 1"), `[]`)
+	wantValue(t, h.do(s, "lrange", "none", "0 -1"), `[]`)
+	wantValue(t, h.do(s, "rpop", "l", ""), "c d")
+	wantValue(t, h.do(s, "lpop", "l", ""), "a")
+	wantValue(t, h.do(s, "lpop", "l", ""), "b")
+	wantStatus(t, h.do(s, "lpop", "l", ""), parse.StatusNil)
+	if n := h.eng.rfKeys.Load(); n != 0 {
+		t.Fatalf("an empty list still counts as %d key(s)", n)
+	}
+	wantInt(t, h.do(s, "rpush", "h", "<&>"), 1)
+	wantValue(t, h.do(s, "lrange", "h", "0 0"), `["\u003c\u0026\u003e"]`) // json.Marshal escaping
+}
+
+func TestBlockingPop(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c := h.session(), h.session(), h.session()
+	wantStatus(t, h.do(a, "blpop", "q", "0"), parse.StatusNil) // timeout 0: no wait
+	wantBlocked(t, h.do(a, "blpop", "q", "5"))
+	wantBlocked(t, h.do(b, "brpop", "q", "5"))
+	// A push goes to the oldest waiter, whatever the ends; the reply is
+	// the list's length (nothing stored).
+	wantInt(t, h.do(c, "rpush", "q", "v1"), 0)
+	if r := h.wantDelivered(a, parse.StatusOK); r.Kind != KindValue || r.Value != "v1" {
+		t.Fatalf("a got %+v", r)
+	}
+	h.wantNothing(b)
+	h.advance(5 * time.Second)
+	h.wantDelivered(b, parse.StatusNil) // timeout
+	if n := h.eng.rfKeys.Load(); n != 0 {
+		t.Fatalf("%d keys after the waiters left", n)
+	}
+	// A waiter whose session closes does not swallow a later push.
+	wantBlocked(t, h.do(a, "blpop", "q", "5"))
+	h.eng.Close(a)
+	wantInt(t, h.do(c, "rpush", "q", "kept"), 1)
+	h.wantNothing(a)
+	wantValue(t, h.do(c, "lpop", "q", ""), "kept")
+}
+
+func TestListLimitsAndRFHandOff(t *testing.T) {
+	h := newHarness(t, Config{MaxListLength: 2, MaxKeys: 1, RF: true})
+	a, b := h.session(), h.session()
+	wantInt(t, h.do(a, "rpush", "l", "1"), 1)
+	wantInt(t, h.do(a, "rpush", "l", "2"), 2)
+	wantStatus(t, h.do(a, "rpush", "l", "3"), parse.StatusErrorListFull)
+	wantStatus(t, h.do(a, "rpush", "other", "x"), parse.StatusErrorMaxKeys)
+	wantStatus(t, h.do(b, "blpop", "other", "5"), parse.StatusErrorMaxKeys)
+	wantValue(t, h.do(a, "lpop", "l", ""), "1")
+	wantValue(t, h.do(a, "lpop", "l", ""), "2")
+	wantBlocked(t, h.do(b, "blpop", "l", "5"))
+	wantInt(t, h.do(a, "lpush", "l", "v"), 0) // rf: "ok 0" on a hand-off (§I.27)
+	h.wantDelivered(b, parse.StatusOK)
+}
+
+func TestDrainCancelsParkedPops(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.session()
+	wantBlocked(t, h.do(a, "brpop", "q", "10"))
+	h.eng.Drain()
+	h.wantDelivered(a, parse.StatusError)
+	h.advance(20 * time.Second)
+	h.wantNothing(a)
+}
