@@ -36,6 +36,7 @@ type Config struct {
 	GCMaxIdle        time.Duration // idle keys older than this are pruned; <0 = at once
 	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
 	MaxListLength    int           // items per list; 0 = unlimited
+	MaxSubscriptions int           // listen registrations per connection; 0 = unlimited
 	// RF selects the redis-feats profile's semantics where they differ
 	// from v2 (spec §I): see the uses of cfg.RF.
 	RF     bool
@@ -84,6 +85,9 @@ const (
 	KindRenew                    // "ok <remaining>"
 	KindInt                      // "ok <integer>"
 	KindValue                    // "ok <value>"
+	// KindPush is an asynchronous line (Value, e.g. "sig <ch> <payload>")
+	// for a subscriber; it answers no request and unblocks nothing.
+	KindPush
 )
 
 // Engine is the lock table. Create it with New, start its timers with
@@ -95,6 +99,7 @@ type Engine struct {
 	notify   Notifier
 	clock    timerwheel.Clock
 	driver   *timerwheel.Driver
+	subs     *Sublist     // pub/sub subscriptions
 	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
 	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
 	sessions atomic.Uint64
@@ -141,6 +146,7 @@ func New(cfg Config, n Notifier) *Engine {
 		mask:   uint64(shards - 1),
 		notify: n,
 		clock:  cfg.Clock,
+		subs:   NewSublist(),
 	}
 	now := e.clock.Now()
 	targets := make([]timerwheel.Target, shards)
@@ -214,6 +220,8 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 	case parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
 		parse.OpBLPop, parse.OpBRPop:
 		return e.listOp(s, r)
+	case parse.OpListen, parse.OpUnlisten, parse.OpSignal:
+		return e.pubsubOp(s, r)
 	}
 	panic("engine: Do called with unsupported op " + r.Op.String())
 }

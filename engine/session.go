@@ -105,6 +105,7 @@ func (e *Engine) Close(s *Session) {
 			sh.unlock()
 		}
 	}
+	e.subs.RemoveAll(s)
 	if w := s.pop; w != nil {
 		w.sh.lock()
 		if !w.done {

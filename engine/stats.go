@@ -24,6 +24,7 @@ type statsV2 struct {
 	Counters       []counterStat `json:"counters"`
 	KVEntries      []kvStat      `json:"kv_entries"`
 	Lists          []listStat    `json:"lists"`
+	SignalChannels []signalStat  `json:"signal_channels"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
@@ -37,7 +38,7 @@ type statsRF struct {
 	Counters       []counterStat `json:"counters"`
 	KVEntries      []kvStat      `json:"kv_entries"`
 	Lists          []listStat    `json:"lists"`
-	SignalChannels []struct{}    `json:"signal_channels"`
+	SignalChannels []signalStat  `json:"signal_channels"`
 	WatchChannels  []struct{}    `json:"watch_channels"`
 	Barriers       []struct{}    `json:"barriers"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
@@ -102,6 +103,12 @@ type counterStat struct {
 	IdleS float64 `json:"idle_s"`
 }
 
+type signalStat struct {
+	Pattern   string `json:"pattern"`
+	Group     string `json:"group,omitempty"`
+	Listeners int    `json:"listeners"`
+}
+
 type listStat struct {
 	Key        string  `json:"key"`
 	Len        int     `json:"len"`
@@ -125,6 +132,16 @@ type statsCollector struct {
 	counters            []counterStat
 	kv                  []kvStat
 	lists               []listStat
+}
+
+// signalStats lists subscriptions by (pattern, group); [] when none
+// (spec §I.24).
+func (e *Engine) signalStats() []signalStat {
+	out := []signalStat{}
+	for _, p := range e.subs.Patterns() {
+		out = append(out, signalStat{Pattern: p.Pattern, Group: p.Group, Listeners: p.Subscribers})
+	}
+	return out
 }
 
 func rwStatOf(r *resource) rwStat {
@@ -159,14 +176,14 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		doc = &statsRF{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: []struct{}{}, WatchChannels: []struct{}{}, Barriers: []struct{}{},
+			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: []struct{}{}, Barriers: []struct{}{},
 			Fence: e.fenceStat(),
 		}
 	} else {
 		doc = &statsV2{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, Fence: e.fenceStat(),
+			Lists: c.lists, SignalChannels: e.signalStats(), Fence: e.fenceStat(),
 		}
 	}
 	buf := bytebufferpool.Get()

@@ -263,7 +263,7 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 }
 
 // implemented lists the commands the engine serves. The other
-// redis-feats commands (pub/sub, watch, barriers, elections) are
+// redis-feats commands (watch, barriers, elections) are
 // parsed but answered error, as a dflockd without them would, until they
 // are built.
 func implemented(op parse.Op) bool {
@@ -276,20 +276,25 @@ func implemented(op parse.Op) bool {
 		parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet,
 		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS,
 		parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
-		parse.OpBLPop, parse.OpBRPop:
+		parse.OpBLPop, parse.OpBRPop,
+		parse.OpListen, parse.OpUnlisten, parse.OpSignal:
 		return true
 	}
 	return false
 }
 
 // deliver writes the late reply of a parked request and resumes parsing
-// whatever was pipelined behind it.
+// whatever was pipelined behind it; a push is only written.
 func (cs *conn) deliver(r engine.Result) {
 	if cs.gd != nil {
 		cs.gdDeliver(r)
 		return
 	}
 	if cs.closed {
+		return
+	}
+	if r.Kind == engine.KindPush {
+		cs.push(r.Value) // answers no request: nothing to unblock
 		return
 	}
 	out := appendResult(cs.lp.out[:0], r, cs.srv.cfg.RF)
@@ -302,6 +307,27 @@ func (cs *conn) deliver(r engine.Result) {
 		// parse the pipelined tail now.
 		_ = cs.c.Wake(nil)
 	}
+}
+
+// maxPushBacklog bounds what a subscriber may leave unread before it is
+// disconnected as a slow consumer (spec §B.9: dflockd keeps 64 pushes per
+// connection; 64 lines of up to ~1 KiB). Its subscriptions, waits and
+// holds are cleaned up as for any disconnect, and other receivers never
+// wait for it.
+const maxPushBacklog = 64 << 10
+
+// push writes an asynchronous line (sig …) unless the peer has fallen
+// behind, in which case it is disconnected.
+func (cs *conn) push(line string) {
+	if cs.c.OutboundBuffered() > maxPushBacklog {
+		cs.closing = true
+		_ = cs.c.Close()
+		return
+	}
+	out := append(cs.lp.out[:0], line...)
+	out = append(out, '\n')
+	cs.write(out)
+	cs.lp.out = out[:0]
 }
 
 // write sends replies. gnet writes at once and keeps what the socket does

@@ -94,6 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		GCMaxIdle:        gcIdle,
 		MaxKeys:          cfg.MaxKeys,
 		MaxListLength:    cfg.MaxListLength,
+		MaxSubscriptions: cfg.MaxSubscriptions,
 		RF:               cfg.Compat == "rf",
 		Clock:            clock,
 		Fences:           fences,

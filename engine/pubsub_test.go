@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+// pushes returns the push lines delivered to s.
+func (h *harness) pushes(s *Session) []string {
+	var out []string
+	for _, r := range h.rec.take(s) {
+		if r.Kind != KindPush {
+			h.t.Fatalf("non-push delivery %+v", r)
+		}
+		out = append(out, r.Value)
+	}
+	return out
+}
+
+func TestSignalFanOutAndWildcards(t *testing.T) {
+	h := newHarness(t, Config{})
+	exact, star, tail, sender := h.session(), h.session(), h.session(), h.session()
+	wantStatus(t, h.do(exact, "listen", "orders.eu.new", ""), parse.StatusOK)
+	wantStatus(t, h.do(star, "listen", "orders.*.new", ""), parse.StatusOK)
+	wantStatus(t, h.do(tail, "listen", "orders.>", ""), parse.StatusOK)
+	// A connection matching through several patterns gets one copy.
+	wantStatus(t, h.do(tail, "listen", "orders.eu.*", ""), parse.StatusOK)
+	wantInt(t, h.do(sender, "signal", "orders.eu.new", "p 1"), 3)
+	for _, s := range []*Session{exact, star, tail} {
+		if got := h.pushes(s); len(got) != 1 || got[0] != "sig orders.eu.new p 1" {
+			t.Fatalf("pushes %q", got)
+		}
+	}
+	// `*` is one token, `>` one or more.
+	wantInt(t, h.do(sender, "signal", "orders.eu.new.x", "p"), 1)
+	if len(h.pushes(tail)) != 1 || len(h.pushes(star)) != 0 {
+		t.Fatal("orders.eu.new.x must reach only orders.>")
+	}
+	wantInt(t, h.do(sender, "signal", "orders", "p"), 0) // `>` needs a token
+	wantStatus(t, h.do(sender, "listen", "fo*", ""), parse.StatusError)
+	wantStatus(t, h.do(sender, "listen", "a.>.b", ""), parse.StatusError)
+	wantStatus(t, h.do(tail, "unlisten", "orders.>", ""), parse.StatusOK)
+	wantStatus(t, h.do(tail, "unlisten", "orders.eu.*", ""), parse.StatusOK)
+	wantStatus(t, h.do(tail, "unlisten", "never", ""), parse.StatusOK)
+	wantInt(t, h.do(sender, "signal", "orders.eu.new", "p"), 2)
+}
+
+func TestSignalQueueGroupRoundRobin(t *testing.T) {
+	h := newHarness(t, Config{})
+	members := []*Session{h.session(), h.session(), h.session()}
+	for _, m := range members {
+		wantStatus(t, h.do(m, "listen", "jobs", "workers"), parse.StatusOK)
+	}
+	plain := h.session()
+	wantStatus(t, h.do(plain, "listen", "jobs", ""), parse.StatusOK)
+	got := map[*Session]int{}
+	for i := 0; i < 6; i++ {
+		wantInt(t, h.do(plain, "signal", "jobs", "j"), 2) // one group + one plain
+		delivered := 0
+		for _, m := range members {
+			n := len(h.pushes(m))
+			got[m] += n
+			delivered += n
+		}
+		if delivered != 1 {
+			t.Fatalf("signal %d reached %d group members, want exactly 1", i, delivered)
+		}
+	}
+	for i, m := range members {
+		if got[m] != 2 {
+			t.Fatalf("member %d got %d of 6 signals, want 2 (round-robin)", i, got[m])
+		}
+	}
+	if n := len(h.pushes(plain)); n != 6 {
+		t.Fatalf("plain subscriber got %d", n)
+	}
+}
+
+func TestSubscriptionLimitAndCleanup(t *testing.T) {
+	h := newHarness(t, Config{MaxSubscriptions: 2})
+	s, sender := h.session(), h.session()
+	wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK)
+	wantStatus(t, h.do(s, "listen", "b", "g"), parse.StatusOK)
+	wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK) // duplicate: idempotent, not counted
+	wantStatus(t, h.do(s, "listen", "c", ""), parse.StatusError)
+	h.eng.Close(s)
+	wantInt(t, h.do(sender, "signal", "a", "x"), 0)
+	wantInt(t, h.do(sender, "signal", "b", "x"), 0)
+	h.wantNothing(s)
+}
