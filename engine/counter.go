@@ -60,6 +60,7 @@ func (e *Engine) counterOp(r *parse.Request) Result {
 		sh.counters[string(r.Key)] = c
 	}
 	c.value, c.lastActive = next, now
+	e.watchEvent(r.Op.String(), string(r.Key))
 	if r.Op == parse.OpCSet {
 		return status(parse.StatusOK)
 	}

@@ -100,6 +100,7 @@ type Engine struct {
 	clock    timerwheel.Clock
 	driver   *timerwheel.Driver
 	subs     *Sublist     // pub/sub subscriptions
+	watches  *Sublist     // key watches
 	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
 	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
 	sessions atomic.Uint64
@@ -141,12 +142,13 @@ func New(cfg Config, n Notifier) *Engine {
 		cfg.NewSalt = func() SaltSource { return fence.NewSalt() }
 	}
 	e := &Engine{
-		cfg:    cfg,
-		shards: make([]shard, shards),
-		mask:   uint64(shards - 1),
-		notify: n,
-		clock:  cfg.Clock,
-		subs:   NewSublist(),
+		cfg:     cfg,
+		shards:  make([]shard, shards),
+		mask:    uint64(shards - 1),
+		notify:  n,
+		clock:   cfg.Clock,
+		subs:    NewSublist(),
+		watches: NewSublist(),
 	}
 	now := e.clock.Now()
 	targets := make([]timerwheel.Target, shards)
@@ -222,6 +224,8 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		return e.listOp(s, r)
 	case parse.OpListen, parse.OpUnlisten, parse.OpSignal:
 		return e.pubsubOp(s, r)
+	case parse.OpWatch, parse.OpUnwatch:
+		return e.watchOp(s, r)
 	}
 	panic("engine: Do called with unsupported op " + r.Op.String())
 }

@@ -43,6 +43,7 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 		if kv != nil {
 			sh.deleteKVLocked(kv)
 		}
+		e.watchEvent("kdel", string(r.Key)) // even when absent (§B.10)
 		return status(parse.StatusOK)
 	case parse.OpKCAS:
 		switch {
@@ -68,6 +69,7 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 	} else {
 		sh.wheel.Cancel(&kv.timer)
 	}
+	e.watchEvent(r.Op.String(), kv.key) // kset, or a kcas that succeeded
 	return status(parse.StatusOK)
 }
 

@@ -68,6 +68,7 @@ type popWaiter struct {
 	sess       *Session
 	prev, next *popWaiter
 	done       bool
+	op         string // "blpop" or "brpop", for its watch event
 }
 
 type popList struct {
@@ -129,6 +130,7 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 		}
 		l.lastActive = now
 		sh.dropEmptyListLocked(l)
+		e.watchEvent(r.Op.String(), l.key)
 		return Result{Status: parse.StatusOK, Kind: KindValue, Value: v}
 	}
 	if r.Op == parse.OpLPop || r.Op == parse.OpRPop || r.Timeout == 0 {
@@ -142,7 +144,7 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 		l = &list{key: string(r.Key)}
 		sh.lists[l.key] = l
 	}
-	w := &popWaiter{sh: sh, l: l, sess: s}
+	w := &popWaiter{sh: sh, l: l, sess: s, op: r.Op.String()}
 	w.timer.Owner = w
 	l.waiters.pushBack(w)
 	l.lastActive = now
@@ -159,6 +161,8 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Resu
 		w := l.waiters.head
 		sh.endPopLocked(w)
 		e.notify.Deliver(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
+		e.watchEvent(r.Op.String(), l.key)
+		e.watchEvent(w.op, l.key) // the popper's blpop/brpop succeeded too
 		l.lastActive = now
 		n := int64(l.len())
 		sh.dropEmptyListLocked(l)
@@ -182,6 +186,7 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Resu
 		l.pushBack(string(r.Value))
 	}
 	l.lastActive = now
+	e.watchEvent(r.Op.String(), l.key)
 	return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
 }
 

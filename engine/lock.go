@@ -115,6 +115,10 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
 	sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
+	if !sl.twoPhase {
+		// A queued two-phase grant is announced when its w observes it.
+		sh.eng.watchEvent(evAcquire, sl.res.key)
+	}
 	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
 }
 
@@ -143,6 +147,7 @@ func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Tick) {
 	r := sl.res
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
+	sh.eng.watchEvent(evRelease, r.key) // explicit or implicit (expiry, disconnect)
 	sh.handOffLocked(r, now)
 }
 
@@ -168,6 +173,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Tick) {
 	r.holders.remove(sl)
 	sh.wheel.Cancel(&sl.timer)
 	sl.state = slotLapsed
+	sh.eng.watchEvent(evRelease, r.key)
 	sh.handOffLocked(r, now)
 }
 

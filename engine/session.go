@@ -94,6 +94,10 @@ func (s *Session) forgetEnqueued(ns namespace, key []byte) {
 // waiter. Each slot is handled under its own shard lock, one shard at a
 // time.
 func (e *Engine) Close(s *Session) {
+	// Subscriptions first: nothing is pushed to a closing connection,
+	// not even the release events of its own holds.
+	e.subs.RemoveAll(s)
+	e.watches.RemoveAll(s)
 	for _, holds := range [2]bool{false, true} {
 		for _, c := range s.claims {
 			sl := c.sl
@@ -105,7 +109,6 @@ func (e *Engine) Close(s *Session) {
 			sh.unlock()
 		}
 	}
-	e.subs.RemoveAll(s)
 	if w := s.pop; w != nil {
 		w.sh.lock()
 		if !w.done {

@@ -25,6 +25,7 @@ type statsV2 struct {
 	KVEntries      []kvStat      `json:"kv_entries"`
 	Lists          []listStat    `json:"lists"`
 	SignalChannels []signalStat  `json:"signal_channels"`
+	WatchChannels  []watchStat   `json:"watch_channels"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
@@ -39,7 +40,7 @@ type statsRF struct {
 	KVEntries      []kvStat      `json:"kv_entries"`
 	Lists          []listStat    `json:"lists"`
 	SignalChannels []signalStat  `json:"signal_channels"`
-	WatchChannels  []struct{}    `json:"watch_channels"`
+	WatchChannels  []watchStat   `json:"watch_channels"`
 	Barriers       []struct{}    `json:"barriers"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
@@ -103,6 +104,11 @@ type counterStat struct {
 	IdleS float64 `json:"idle_s"`
 }
 
+type watchStat struct {
+	Pattern  string `json:"pattern"`
+	Watchers int    `json:"watchers"`
+}
+
 type signalStat struct {
 	Pattern   string `json:"pattern"`
 	Group     string `json:"group,omitempty"`
@@ -144,6 +150,15 @@ func (e *Engine) signalStats() []signalStat {
 	return out
 }
 
+// watchStats lists watched patterns; [] when none (spec §I.24).
+func (e *Engine) watchStats() []watchStat {
+	out := []watchStat{}
+	for _, p := range e.watches.Patterns() {
+		out = append(out, watchStat{Pattern: p.Pattern, Watchers: p.Subscribers})
+	}
+	return out
+}
+
 func rwStatOf(r *resource) rwStat {
 	st := rwStat{Key: r.key, Waiters: r.queue.n}
 	for h := r.holders.head; h != nil; h = h.next {
@@ -176,14 +191,15 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		doc = &statsRF{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: []struct{}{}, Barriers: []struct{}{},
+			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(), Barriers: []struct{}{},
 			Fence: e.fenceStat(),
 		}
 	} else {
 		doc = &statsV2{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: e.signalStats(), Fence: e.fenceStat(),
+			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
+			Fence: e.fenceStat(),
 		}
 	}
 	buf := bytebufferpool.Get()

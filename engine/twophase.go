@@ -71,6 +71,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		}
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.twoPhase = false
+		e.watchEvent(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
 		sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
 		sh.touchLocked(sl.res, now)
 		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}

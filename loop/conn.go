@@ -263,7 +263,7 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 }
 
 // implemented lists the commands the engine serves. The other
-// redis-feats commands (watch, barriers, elections) are
+// redis-feats commands (barriers, elections) are
 // parsed but answered error, as a dflockd without them would, until they
 // are built.
 func implemented(op parse.Op) bool {
@@ -277,7 +277,7 @@ func implemented(op parse.Op) bool {
 		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS,
 		parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
 		parse.OpBLPop, parse.OpBRPop,
-		parse.OpListen, parse.OpUnlisten, parse.OpSignal:
+		parse.OpListen, parse.OpUnlisten, parse.OpSignal, parse.OpWatch, parse.OpUnwatch:
 		return true
 	}
 	return false

@@ -1,0 +1,52 @@
+package engine
+
+import "github.com/dflockd-ng/dflockd/parse"
+
+// Key watch (spec §B.10): a session watching a key or pattern gets
+// "watch <event> <key>" for every matching event, once per connection
+// however many of its patterns match, its own events included. Events
+// are raised under the key's shard lock (lock order: shard.mu →
+// Sublist.mu, LOCKING.md) and cost one atomic load when nobody watches.
+
+// Event names, as dflockd's redis-feats line emits them.
+const (
+	evAcquire = "acquire"
+	evRelease = "release"
+)
+
+func (e *Engine) watchOp(s *Session, r *parse.Request) Result {
+	pattern := string(r.Key)
+	if r.Op == parse.OpUnwatch {
+		e.watches.Unsubscribe(s, pattern, "")
+		return status(parse.StatusOK)
+	}
+	if err := validPattern(pattern); err != nil {
+		return status(parse.StatusError)
+	}
+	// rf counts listen and watch registrations against one cap (§B.9).
+	if max := e.cfg.MaxSubscriptions; max > 0 && !e.watches.Has(s, pattern, "") &&
+		e.subs.Count(s)+e.watches.Count(s) >= max {
+		return status(parse.StatusError)
+	}
+	if _, err := e.watches.Subscribe(s, pattern, ""); err != nil {
+		return status(parse.StatusError)
+	}
+	return status(parse.StatusOK)
+}
+
+// watchEvent pushes event for key to its watchers.
+func (e *Engine) watchEvent(event, key string) {
+	if e.watches.Len() == 0 {
+		return
+	}
+	m := matchesPool.Get().(*Matches)
+	defer matchesPool.Put(m)
+	e.watches.Match([]byte(key), m)
+	if len(m.Subs) == 0 {
+		return
+	}
+	push := Result{Status: parse.StatusOK, Kind: KindPush, Value: "watch " + event + " " + key}
+	for _, s := range m.Subs {
+		e.notify.Deliver(s, push)
+	}
+}

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+func TestWatchEvents(t *testing.T) {
+	h := newHarness(t, Config{})
+	w, s := h.session(), h.session()
+	wantStatus(t, h.do(w, "watch", "app.>", ""), parse.StatusOK)
+	wantStatus(t, h.do(w, "watch", "app.*", ""), parse.StatusOK) // overlapping: still one copy
+	tk := wantGrant(t, h.do(s, "l", "app.lock", "0 1"), 1)
+	wantStatus(t, h.do(s, "r", "app.lock", tk), parse.StatusOK)
+	wantStatus(t, h.do(s, "r", "app.lock", tk), parse.StatusError) // failed: no event
+	wantStatus(t, h.do(s, "kset", "app.kv", "v"), parse.StatusOK)
+	wantStatus(t, h.do(s, "kdel", "app.kv", ""), parse.StatusOK)
+	wantStatus(t, h.do(s, "kdel", "app.none", ""), parse.StatusOK) // kdel always emits
+	wantStatus(t, h.do(s, "kcas", "app.kv", "x\ty\t"), parse.StatusCASConflict)
+	wantInt(t, h.do(s, "incr", "app.n", "2"), 2)
+	wantInt(t, h.do(s, "get", "app.n", ""), 2) // reads emit nothing
+	wantInt(t, h.do(s, "rpush", "app.q", "v"), 1)
+	wantValue(t, h.do(s, "lpop", "app.q", ""), "v")
+	wantStatus(t, h.do(s, "lpop", "app.q", ""), parse.StatusNil) // nothing popped: no event
+	wantGrant(t, h.do(s, "l", "app.lease", "0 1"), 1)
+	h.advance(time.Second) // expiry is an implicit release
+	wantGrant(t, h.do(s, "l", "other", "0"), 33)
+	want := []string{
+		"watch acquire app.lock", "watch release app.lock",
+		"watch kset app.kv", "watch kdel app.kv", "watch kdel app.none",
+		"watch incr app.n", "watch rpush app.q", "watch lpop app.q",
+		"watch acquire app.lease", "watch release app.lease",
+	}
+	if got := h.pushes(w); !slices.Equal(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
+	wantStatus(t, h.do(w, "unwatch", "app.>", ""), parse.StatusOK)
+	wantStatus(t, h.do(w, "unwatch", "app.*", ""), parse.StatusOK)
+	wantInt(t, h.do(s, "incr", "app.n", "1"), 3)
+	h.wantNothing(w)
+}
+
+func TestWatchTwoPhaseAndSelf(t *testing.T) {
+	h := newHarness(t, Config{})
+	w := h.session()
+	wantStatus(t, h.do(w, "watch", "k", ""), parse.StatusOK)
+	r := h.do(w, "e", "k", "")
+	if r.Status != parse.StatusAcquired {
+		t.Fatalf("%+v", r)
+	}
+	h.do(w, "w", "k", "1")
+	// e+w on the fast path announces the acquire twice (spec §B.10), and
+	// a watcher sees its own events.
+	if got := h.pushes(w); !slices.Equal(got, []string{"watch acquire k", "watch acquire k"}) {
+		t.Fatalf("got %q", got)
+	}
+	h.eng.Close(w) // releases k, but the watch went with the session
+	h.wantNothing(w)
+}
