@@ -226,6 +226,8 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		return e.pubsubOp(s, r)
 	case parse.OpWatch, parse.OpUnwatch:
 		return e.watchOp(s, r)
+	case parse.OpBWait:
+		return e.bwait(s, r)
 	}
 	panic("engine: Do called with unsupported op " + r.Op.String())
 }

@@ -25,6 +25,8 @@ type Session struct {
 	// pop is the session's last blocking pop; its done flag (under its
 	// shard lock) says whether it still waits.
 	pop *popWaiter
+	// bar is the session's last bwait, likewise.
+	bar *barrierWaiter
 }
 
 type claim struct {
@@ -117,6 +119,14 @@ func (e *Engine) Close(s *Session) {
 		}
 		w.sh.unlock()
 		s.pop = nil
+	}
+	if w := s.bar; w != nil {
+		w.sh.lock()
+		if !w.done {
+			w.sh.leaveBarrierLocked(w)
+		}
+		w.sh.unlock()
+		s.bar = nil
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}

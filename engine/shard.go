@@ -66,6 +66,7 @@ type shard struct {
 	counters map[string]*counter
 	kv       map[string]*kvEntry
 	lists    map[string]*list
+	barriers map[string]*barrier
 	wheel    *timerwheel.Wheel
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
@@ -84,6 +85,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.counters = make(map[string]*counter)
 	s.kv = make(map[string]*kvEntry)
 	s.lists = make(map[string]*list)
+	s.barriers = make(map[string]*barrier)
 	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
 	s.salt = e.cfg.NewSalt()
@@ -218,6 +220,8 @@ func (s *shard) fireLocked(n *timerwheel.Node) {
 		s.deleteKVLocked(o)
 	case *popWaiter:
 		s.popTimedOutLocked(o)
+	case *barrierWaiter:
+		s.barrierTimedOutLocked(o)
 	default:
 		panic(fmt.Sprintf("engine: timer with unknown owner %T", o))
 	}

@@ -26,6 +26,7 @@ type statsV2 struct {
 	Lists          []listStat    `json:"lists"`
 	SignalChannels []signalStat  `json:"signal_channels"`
 	WatchChannels  []watchStat   `json:"watch_channels"`
+	Barriers       []barrierStat `json:"barriers"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
@@ -41,7 +42,7 @@ type statsRF struct {
 	Lists          []listStat    `json:"lists"`
 	SignalChannels []signalStat  `json:"signal_channels"`
 	WatchChannels  []watchStat   `json:"watch_channels"`
-	Barriers       []struct{}    `json:"barriers"`
+	Barriers       []barrierStat `json:"barriers"`
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
@@ -104,6 +105,13 @@ type counterStat struct {
 	IdleS float64 `json:"idle_s"`
 }
 
+type barrierStat struct {
+	Key          string  `json:"key"`
+	Count        int     `json:"count"`
+	Participants int     `json:"participants"`
+	IdleS        float64 `json:"idle_s"`
+}
+
 type watchStat struct {
 	Pattern  string `json:"pattern"`
 	Watchers int    `json:"watchers"`
@@ -138,6 +146,7 @@ type statsCollector struct {
 	counters            []counterStat
 	kv                  []kvStat
 	lists               []listStat
+	barriers            []barrierStat
 }
 
 // signalStats lists subscriptions by (pattern, group); [] when none
@@ -178,7 +187,7 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 	c := statsCollector{
 		locks: []lockStat{}, sems: []semStat{}, rw: []rwStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
-		counters: []counterStat{}, kv: []kvStat{}, lists: []listStat{},
+		counters: []counterStat{}, kv: []kvStat{}, lists: []listStat{}, barriers: []barrierStat{},
 	}
 	for i := range e.shards {
 		sh := &e.shards[i]
@@ -191,7 +200,7 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		doc = &statsRF{
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(), Barriers: []struct{}{},
+			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(), Barriers: c.barriers,
 			Fence: e.fenceStat(),
 		}
 	} else {
@@ -199,7 +208,7 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
 			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
-			Fence: e.fenceStat(),
+			Barriers: c.barriers, Fence: e.fenceStat(),
 		}
 	}
 	buf := bytebufferpool.Get()
@@ -251,6 +260,9 @@ func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick
 	for k, ctr := range sh.counters {
 		c.counters = append(c.counters, counterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
 	}
+	for k, b := range sh.barriers {
+		c.barriers = append(c.barriers, barrierStat{Key: k, Count: b.count, Participants: b.parts.n, IdleS: seconds(now - b.lastActive)})
+	}
 	for k, l := range sh.lists {
 		c.lists = append(c.lists, listStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
 	}
@@ -298,6 +310,13 @@ func (e *Engine) Drain() {
 				}
 				sh.handOffLocked(r, now) // readers behind a dropped writer
 			}
+		}
+		for _, b := range sh.barriers {
+			for w := b.parts.head; w != nil; w = b.parts.head {
+				sh.endBarrierWaitLocked(w)
+				e.notify.Deliver(w.sess, status(parse.StatusError))
+			}
+			sh.dropBarrierIfEmptyLocked(b)
 		}
 		for _, l := range sh.lists {
 			for w := l.waiters.head; w != nil; w = l.waiters.head {

@@ -263,7 +263,7 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 }
 
 // implemented lists the commands the engine serves. The other
-// redis-feats commands (barriers, elections) are
+// redis-feats commands (elections) are
 // parsed but answered error, as a dflockd without them would, until they
 // are built.
 func implemented(op parse.Op) bool {
@@ -277,7 +277,8 @@ func implemented(op parse.Op) bool {
 		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS,
 		parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
 		parse.OpBLPop, parse.OpBRPop,
-		parse.OpListen, parse.OpUnlisten, parse.OpSignal, parse.OpWatch, parse.OpUnwatch:
+		parse.OpListen, parse.OpUnlisten, parse.OpSignal, parse.OpWatch, parse.OpUnwatch,
+		parse.OpBWait:
 		return true
 	}
 	return false

@@ -39,7 +39,7 @@ func TestKVOverTheWire(t *testing.T) {
 
 func TestUnbuiltRFCommandsAnswerError(t *testing.T) {
 	c := dial(t, plain)
-	c.do("bwait", key("b"), "2 1", "error")
 	c.do("elect", key("e"), "0", "error")
+	c.do("observe", key("e"), "", "error")
 	c.do("ping", "_", "_", "ok") // the connection stays usable
 }

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// barrier gathers count participants under a key of the barrier key space
+// (spec §B.11): when the count-th arrives, all of them return ok and the
+// barrier is gone, so the name can start a new generation.
+//
+// In the rf profile a barrier breaks as soon as a participant leaves
+// before the trip (its timeout, a disconnect): every other participant
+// returns timeout at once, as dflockd's redis-feats line does (§I.26). In
+// v2 the leaver simply leaves and the others keep waiting.
+type barrier struct {
+	key        string
+	count      int
+	parts      barrierList
+	lastActive timerwheel.Tick
+}
+
+// barrierWaiter is a session parked in bwait. Like a pop waiter, only the
+// session's goroutine writes Session.bar; done is set under the shard lock.
+type barrierWaiter struct {
+	timer      timerwheel.Node
+	sh         *shard
+	b          *barrier
+	sess       *Session
+	prev, next *barrierWaiter
+	done       bool
+}
+
+type barrierList struct {
+	head, tail *barrierWaiter
+	n          int
+}
+
+func (q *barrierList) pushBack(w *barrierWaiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+	q.n++
+}
+
+func (q *barrierList) remove(w *barrierWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.n--
+}
+
+func (e *Engine) bwait(s *Session, r *parse.Request) Result {
+	sh := e.shardFor(r.Key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	b := sh.barriers[string(r.Key)]
+	if b == nil {
+		if !e.admitKey() {
+			return status(parse.StatusErrorMaxKeys)
+		}
+		b = &barrier{key: string(r.Key), count: int(r.N)}
+		sh.barriers[b.key] = b
+	} else if b.count != int(r.N) {
+		return status(parse.StatusErrorBarrierCountMismatch)
+	}
+	b.lastActive = now
+	if b.parts.n+1 >= b.count {
+		sh.tripLocked(b, parse.StatusOK)
+		return status(parse.StatusOK)
+	}
+	if r.Timeout == 0 {
+		// Not the trip and not waiting: in rf this arrival breaks it.
+		if e.cfg.RF {
+			sh.tripLocked(b, parse.StatusTimeout)
+		} else {
+			sh.dropBarrierIfEmptyLocked(b)
+		}
+		return status(parse.StatusTimeout)
+	}
+	w := &barrierWaiter{sh: sh, b: b, sess: s}
+	w.timer.Owner = w
+	b.parts.pushBack(w)
+	s.bar = w
+	sh.armLocked(&w.timer, now+timerwheel.Tick(r.Timeout*1000))
+	return Result{Blocked: true}
+}
+
+// tripLocked ends the barrier: every participant gets st and the key is
+// free for the next generation.
+func (sh *shard) tripLocked(b *barrier, st parse.Status) {
+	for w := b.parts.head; w != nil; w = b.parts.head {
+		sh.endBarrierWaitLocked(w)
+		sh.eng.notify.Deliver(w.sess, status(st))
+	}
+	delete(sh.barriers, b.key)
+	sh.eng.forgetKey()
+}
+
+func (sh *shard) endBarrierWaitLocked(w *barrierWaiter) {
+	w.b.parts.remove(w)
+	sh.wheel.Cancel(&w.timer)
+	w.done = true
+}
+
+// leaveBarrierLocked takes a participant out before the trip (timeout or
+// disconnect); in rf that breaks the barrier for the others.
+func (sh *shard) leaveBarrierLocked(w *barrierWaiter) {
+	sh.endBarrierWaitLocked(w)
+	if sh.eng.cfg.RF && w.b.parts.n > 0 {
+		sh.tripLocked(w.b, parse.StatusTimeout)
+		return
+	}
+	sh.dropBarrierIfEmptyLocked(w.b)
+}
+
+func (sh *shard) dropBarrierIfEmptyLocked(b *barrier) {
+	if b.parts.n == 0 && sh.barriers[b.key] == b {
+		delete(sh.barriers, b.key)
+		sh.eng.forgetKey()
+	}
+}
+
+// barrierTimedOutLocked answers a participant whose timeout fired.
+func (sh *shard) barrierTimedOutLocked(w *barrierWaiter) {
+	sh.leaveBarrierLocked(w)
+	sh.eng.notify.Deliver(w.sess, status(parse.StatusTimeout))
+}

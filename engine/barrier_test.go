@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+func TestBarrierTripsAndRestarts(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c := h.session(), h.session(), h.session()
+	wantBlocked(t, h.do(a, "bwait", "b", "3 10"))
+	wantBlocked(t, h.do(b, "bwait", "b", "3 10"))
+	wantStatus(t, h.do(c, "bwait", "b", "2 10"), parse.StatusErrorBarrierCountMismatch)
+	wantStatus(t, h.do(c, "bwait", "b", "3 10"), parse.StatusOK) // the 3rd trips it
+	h.wantDelivered(a, parse.StatusOK)
+	h.wantDelivered(b, parse.StatusOK)
+	if n := h.eng.rfKeys.Load(); n != 0 {
+		t.Fatalf("tripped barrier still counts as %d key(s)", n)
+	}
+	// A new generation with another count.
+	wantBlocked(t, h.do(a, "bwait", "b", "2 10"))
+	wantStatus(t, h.do(b, "bwait", "b", "2 0"), parse.StatusOK) // timeout 0 that trips it: ok
+	h.wantDelivered(a, parse.StatusOK)
+}
+
+func TestBarrierLeaverV2AndBreakingRF(t *testing.T) {
+	// v2: a participant that times out leaves; the others keep waiting.
+	h := newHarness(t, Config{})
+	a, b, c := h.session(), h.session(), h.session()
+	wantBlocked(t, h.do(a, "bwait", "b", "3 1"))
+	wantBlocked(t, h.do(b, "bwait", "b", "3 10"))
+	h.advance(time.Second)
+	h.wantDelivered(a, parse.StatusTimeout)
+	h.wantNothing(b)
+	wantStatus(t, h.do(c, "bwait", "b", "3 0"), parse.StatusTimeout) // 2 of 3: not tripped
+	h.wantNothing(b)
+
+	// rf: one leaver breaks it for everyone (spec §B.11, §I.26).
+	rf := newHarness(t, Config{RF: true})
+	a, b, c = rf.session(), rf.session(), rf.session()
+	wantBlocked(t, rf.do(a, "bwait", "b", "3 1"))
+	wantBlocked(t, rf.do(b, "bwait", "b", "3 10"))
+	rf.advance(time.Second)
+	rf.wantDelivered(a, parse.StatusTimeout)
+	rf.wantDelivered(b, parse.StatusTimeout)
+	// A disconnect breaks it too.
+	wantBlocked(t, rf.do(a, "bwait", "d", "3 10"))
+	wantBlocked(t, rf.do(b, "bwait", "d", "3 10"))
+	rf.eng.Close(a)
+	rf.wantDelivered(b, parse.StatusTimeout)
+	rf.wantNothing(a)
+	// A non-blocking arrival that does not trip breaks it as well.
+	wantBlocked(t, rf.do(b, "bwait", "e", "3 10"))
+	wantStatus(t, rf.do(c, "bwait", "e", "3 0"), parse.StatusTimeout)
+	rf.wantDelivered(b, parse.StatusTimeout)
+}
+
+func TestBarrierMaxKeysAndDrain(t *testing.T) {
+	h := newHarness(t, Config{MaxKeys: 1})
+	a, b := h.session(), h.session()
+	wantBlocked(t, h.do(a, "bwait", "x", "2 10"))
+	wantStatus(t, h.do(b, "bwait", "y", "2 10"), parse.StatusErrorMaxKeys)
+	h.eng.Drain()
+	h.wantDelivered(a, parse.StatusError)
+}
