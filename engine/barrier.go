@@ -23,44 +23,17 @@ type barrier struct {
 // barrierWaiter is a session parked in bwait. Like a pop waiter, only the
 // session's goroutine writes Session.bar; done is set under the shard lock.
 type barrierWaiter struct {
-	timer      timerwheel.Node
-	sh         *shard
-	b          *barrier
-	sess       *Session
-	prev, next *barrierWaiter
-	done       bool
+	timer timerwheel.Node
+	sh    *shard
+	b     *barrier
+	sess  *Session
+	ln    waitLinks[barrierWaiter]
+	done  bool
 }
 
-type barrierList struct {
-	head, tail *barrierWaiter
-	n          int
-}
+type barrierList = waitList[barrierWaiter, *barrierWaiter]
 
-func (q *barrierList) pushBack(w *barrierWaiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	q.n++
-}
-
-func (q *barrierList) remove(w *barrierWaiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.n--
-}
+func (w *barrierWaiter) links() *waitLinks[barrierWaiter] { return &w.ln }
 
 func (e *Engine) bwait(s *Session, r *parse.Request) Result {
 	sh := e.shardFor(r.Key)

@@ -62,45 +62,18 @@ func (l *list) popBack() string {
 // Only the session's goroutine writes Session.pop; whoever ends the wait
 // (a push, the timeout, Close, Drain) sets done under the shard lock.
 type popWaiter struct {
-	timer      timerwheel.Node // the pop's timeout
-	sh         *shard
-	l          *list
-	sess       *Session
-	prev, next *popWaiter
-	done       bool
-	op         string // "blpop" or "brpop", for its watch event
+	timer timerwheel.Node // the pop's timeout
+	sh    *shard
+	l     *list
+	sess  *Session
+	ln    waitLinks[popWaiter]
+	done  bool
+	op    string // "blpop" or "brpop", for its watch event
 }
 
-type popList struct {
-	head, tail *popWaiter
-	n          int
-}
+type popList = waitList[popWaiter, *popWaiter]
 
-func (q *popList) pushBack(w *popWaiter) {
-	w.prev, w.next = q.tail, nil
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	q.n++
-}
-
-func (q *popList) remove(w *popWaiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.n--
-}
+func (w *popWaiter) links() *waitLinks[popWaiter] { return &w.ln }
 
 // listOp serves the list commands.
 func (e *Engine) listOp(s *Session, r *parse.Request) Result {

@@ -10,27 +10,13 @@ import (
 	"github.com/valyala/bytebufferpool"
 )
 
-// The stats documents (spec §F.1). Field order and names are the wire
-// contract; arrays are never null. v2 clients get the v2 shape plus the
-// arrays of the newer primitives (extra fields are safe for them); the rf
-// profile gets the redis-feats shape.
-type statsV2 struct {
-	Connections    int           `json:"connections"`
-	Locks          []lockStat    `json:"locks"`
-	Semaphores     []semStat     `json:"semaphores"`
-	RWLocks        []rwStat      `json:"rw_locks"`
-	IdleLocks      []idleStat    `json:"idle_locks"`
-	IdleSemaphores []idleStat    `json:"idle_semaphores"`
-	Counters       []counterStat `json:"counters"`
-	KVEntries      []kvStat      `json:"kv_entries"`
-	Lists          []listStat    `json:"lists"`
-	SignalChannels []signalStat  `json:"signal_channels"`
-	WatchChannels  []watchStat   `json:"watch_channels"`
-	Barriers       []barrierStat `json:"barriers"`
-	Fence          *fenceStat    `json:"fence,omitempty"`
-}
-
-type statsRF struct {
+// statsDoc is the stats document (spec §F.1) in the field order of
+// dflockd's redis-feats line, whose shape is a superset of v2's: the v2
+// fields come first-class, the newer arrays are extras v2 clients ignore.
+// Arrays are never null (§I.24). What differs by profile is inside the
+// entries: rf lists limit-1 resources of its one map as locks and shows
+// their fence.
+type statsDoc struct {
 	Connections    int           `json:"connections"`
 	Locks          []lockStat    `json:"locks"`
 	Semaphores     []semStat     `json:"semaphores"`
@@ -195,21 +181,11 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		e.collectLocked(sh, &c, e.clock.Now())
 		sh.unlock()
 	}
-	var doc any
-	if e.cfg.RF {
-		doc = &statsRF{
-			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
-			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(), Barriers: c.barriers,
-			Fence: e.fenceStat(),
-		}
-	} else {
-		doc = &statsV2{
-			Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
-			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-			Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
-			Barriers: c.barriers, Fence: e.fenceStat(),
-		}
+	doc := &statsDoc{
+		Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
+		IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
+		Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
+		Barriers: c.barriers, Fence: e.fenceStat(),
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
