@@ -63,7 +63,7 @@ type Server struct {
 		gnet  gnet.Engine
 		boot  bool
 	}
-	loopList []*loopState // fixed after OnBoot's first OnOpen... see loopFor
+	loopList []*loopState // by read-timer target index; filled by loopFor (guarded by mu)
 	conns    atomic.Int64
 	draining atomic.Bool
 	rtMs     int64 // read timeout in ms
@@ -71,8 +71,8 @@ type Server struct {
 	gdPort   int   // local port of the godistlock listener, 0 = none
 }
 
-// New prepares a server; the engine must have been built with the
-// returned Server as its Notifier — use NewWithEngine's pattern:
+// New prepares a server. The engine delivers to it, so build the engine
+// with the Server as its Notifier and attach it before Serve:
 //
 //	srv := loop.New(cfg, clock)
 //	eng := engine.New(ecfg, srv)

@@ -53,12 +53,22 @@ func Serve(prog string, args []string, d ServeDefaults) int {
 		}
 		listen, closeFn = s.Addr(), s.Close
 	}
-	fmt.Printf("listening %s\n", listen)
+	return RunUntilSignal(listen, closeFn, *lifetime)
+}
+
+// RunUntilSignal prints "listening <addr>", waits for SIGTERM/SIGINT (or
+// lifetime, when > 0), then closes the server; it returns an exit code.
+func RunUntilSignal(addr string, closeFn func() error, lifetime time.Duration) int {
+	fmt.Printf("listening %s\n", addr)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	var expire <-chan time.Time
+	if lifetime > 0 {
+		expire = time.After(lifetime)
+	}
 	select {
 	case <-sig:
-	case <-time.After(*lifetime):
+	case <-expire:
 	}
 	if err := closeFn(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

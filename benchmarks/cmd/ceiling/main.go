@@ -11,11 +11,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/dflockd-ng/dflockd/benchmarks/ceiling"
+	"github.com/dflockd-ng/dflockd/benchmarks/child"
 )
 
 func main() {
@@ -28,12 +27,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Println("listening", s.Addr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	os.Exit(child.RunUntilSignal(s.Addr(), s.Close, 0))
 }
