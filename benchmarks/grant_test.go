@@ -14,6 +14,7 @@ import (
 type nopNotifier struct{}
 
 func (nopNotifier) Deliver(*engine.Session, engine.Result) {}
+func (nopNotifier) Backlogged(*engine.Session) bool        { return false }
 
 // grantLoop is one engine with one session cycling lock/release on a key.
 type grantLoop struct {

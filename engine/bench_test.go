@@ -19,6 +19,7 @@ type benchNotifier struct{}
 type benchOwner struct{ last Result }
 
 func (benchNotifier) Deliver(s *Session, r Result) { s.Owner.(*benchOwner).last = r }
+func (benchNotifier) Backlogged(*Session) bool     { return false }
 
 func newBenchEngine(b *testing.B) *Engine {
 	b.Helper()

@@ -57,6 +57,9 @@ type SaltSource interface{ Next() uint64 }
 // is called with a shard lock held: it must queue and return at once.
 type Notifier interface {
 	Deliver(s *Session, r Result)
+	// Backlogged reports whether one more push to s would exceed its
+	// unread-push bound; queue groups then pick another member.
+	Backlogged(s *Session) bool
 }
 
 // Result is the outcome of a request, or an event delivered later.
@@ -228,6 +231,14 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 		return e.watchOp(s, r)
 	case parse.OpBWait:
 		return e.bwait(s, r)
+	case parse.OpElect:
+		return e.elect(s, r)
+	case parse.OpResign:
+		return e.resign(s, r.Key, r.Token)
+	case parse.OpObserve:
+		return e.observe(s, r.Key)
+	case parse.OpUnobserve:
+		return e.unobserve(s, r.Key)
 	}
 	panic("engine: Do called with unsupported op " + r.Op.String())
 }

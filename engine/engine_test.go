@@ -14,6 +14,14 @@ import (
 type recorder struct {
 	mu  sync.Mutex
 	got map[*Session][]Result
+	// full marks sessions that report a full push backlog.
+	full map[*Session]bool
+}
+
+func (r *recorder) Backlogged(s *Session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.full[s]
 }
 
 func (r *recorder) Deliver(s *Session, res Result) {

@@ -41,7 +41,7 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	if r == nil {
 		return res
 	}
-	if _, res, ok := sh.grantNowLocked(r, s, false, leaseMs, now); ok {
+	if _, res, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
 		res.Tag = tag
 		return res
 	}
@@ -51,7 +51,7 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
-	sl := sh.queueLocked(r, s, false, leaseMs, now)
+	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
 	sl.blocked = true
 	sl.tag = tag // no timer: the wait ends only by a grant, Close or Drain
 	return Result{Blocked: true}

@@ -17,7 +17,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 	if r == nil {
 		return res
 	}
-	if _, res, ok := sh.grantNowLocked(r, sess, m.writer, leaseMs, now); ok {
+	if _, res, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
 		return res
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
@@ -27,7 +27,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 	if timeoutMs == 0 {
 		return status(parse.StatusTimeout)
 	}
-	sl := sh.queueLocked(r, sess, m.writer, leaseMs, now)
+	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
 	return Result{Blocked: true}
@@ -37,13 +37,13 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 // nobody queued (strict FIFO: no barging past waiters) it grants r to sess
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
-func (sh *shard) grantNowLocked(r *resource, sess *Session, writer bool, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
-	if r.queue.n != 0 || !r.fits(writer) {
+func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
+	if r.queue.n != 0 || !r.fits(m.writer) {
 		return nil, Result{}, false
 	}
 	sl = sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
-	sl.writer = writer
+	sl.writer, sl.elect = m.writer, m.elect
 	res = sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
 	if res.Status != parse.StatusOK {
@@ -56,10 +56,10 @@ func (sh *shard) grantNowLocked(r *resource, sess *Session, writer bool, leaseMs
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
 // claim. Callers check --max-waiters first; they set the slot's timer and
 // flags.
-func (sh *shard) queueLocked(r *resource, sess *Session, writer bool, leaseMs int64, now timerwheel.Tick) *slot {
+func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Tick) *slot {
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
-	sl.writer = writer
+	sl.writer, sl.elect = m.writer, m.elect
 	sl.state = slotWaiting
 	r.queue.pushBack(sl)
 	sess.record(sl)
@@ -115,7 +115,10 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
 	sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
-	if !sl.twoPhase {
+	switch {
+	case sl.elect:
+		sh.electedLocked(sl)
+	case !sl.twoPhase:
 		// A queued two-phase grant is announced when its w observes it.
 		sh.eng.watchEvent(evAcquire, sl.res.key)
 	}
@@ -133,6 +136,9 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
 		r.queue.remove(sl)
 		sess, blocked, tag := sl.sess, sl.blocked, sl.tag
 		sl.blocked = false
+		if len(sh.elections) != 0 {
+			sh.failoverLocked(r) // before the new holder's "elected"
+		}
 		res := sh.grantLocked(sl, now)
 		res.Tag = tag // tagged acquires (foreign.go); 0 otherwise
 		if blocked {

@@ -735,6 +735,8 @@ func (o *orderedRecorder) Deliver(s *Session, r Result) {
 	o.mu.Unlock()
 }
 
+func (o *orderedRecorder) Backlogged(*Session) bool { return false }
+
 func (o *orderedRecorder) take() []loggedDelivery {
 	o.mu.Lock()
 	defer o.mu.Unlock()

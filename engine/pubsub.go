@@ -23,7 +23,7 @@ func (e *Engine) pubsubOp(s *Session, r *parse.Request) Result {
 		if err := validPattern(pattern); err != nil {
 			return status(parse.StatusError)
 		}
-		if max := e.cfg.MaxSubscriptions; max > 0 && !e.subs.Has(s, pattern, group) && e.subs.Count(s) >= max {
+		if max := e.cfg.MaxSubscriptions; max > 0 && !e.subs.Has(s, pattern, group) && e.listenCount(s) >= max {
 			return status(parse.StatusError) // --max-subscriptions (§B.9)
 		}
 		if _, err := e.subs.Subscribe(s, pattern, group); err != nil {
@@ -35,6 +35,16 @@ func (e *Engine) pubsubOp(s *Session, r *parse.Request) Result {
 		return status(parse.StatusOK) // always ok, as dflockd's rf line
 	}
 	return e.signal(r.Key, r.Value)
+}
+
+// listenCount is what --max-subscriptions caps for listen: listen
+// registrations alone in v2 (as dflockd's v1.11+ line), listen + watch +
+// observe in rf.
+func (e *Engine) listenCount(s *Session) int {
+	if e.cfg.RF {
+		return e.subscriptions(s)
+	}
+	return e.subs.Count(s)
 }
 
 // signal delivers one message and answers "ok <receivers>": successful
@@ -58,15 +68,35 @@ func (e *Engine) signal(channel, payload []byte) Result {
 	push := Result{Status: parse.StatusOK, Kind: KindPush, Value: string(line)}
 	n := int64(0)
 	for _, sub := range m.Subs {
+		// A backlogged receiver still gets the push, which disconnects
+		// it as a slow consumer; it does not count as a delivery.
+		if !e.notify.Backlogged(sub) {
+			n++
+		}
 		e.notify.Deliver(sub, push)
-		n++
 	}
 	for i := range m.Queues {
-		q := &m.Queues[i]
-		if q.Len() > 0 {
-			e.notify.Deliver(q.Member(0), push)
+		if e.deliverToGroup(&m.Queues[i], push) {
 			n++
 		}
 	}
 	return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
+}
+
+// deliverToGroup gives push to one member of a queue group: the
+// round-robin choice, or the next member after it that is not backlogged.
+// When all are, the chosen one gets it (and is disconnected as a slow
+// consumer) and the group does not count (spec §B.9).
+func (e *Engine) deliverToGroup(q *QueueMatch, push Result) bool {
+	if q.Len() == 0 {
+		return false
+	}
+	for i := 0; i < q.Len(); i++ {
+		if s := q.Member(i); !e.notify.Backlogged(s) {
+			e.notify.Deliver(s, push)
+			return true
+		}
+	}
+	e.notify.Deliver(q.Member(0), push)
+	return false
 }

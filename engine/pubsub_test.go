@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/parse"
@@ -75,6 +76,42 @@ func TestSignalQueueGroupRoundRobin(t *testing.T) {
 	if n := len(h.pushes(plain)); n != 6 {
 		t.Fatalf("plain subscriber got %d", n)
 	}
+}
+
+func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c, sender := h.session(), h.session(), h.session(), h.session()
+	for _, m := range []*Session{a, b, c} {
+		wantStatus(t, h.do(m, "listen", "jobs", "w"), parse.StatusOK)
+	}
+	h.rec.full = map[*Session]bool{b: true}
+	// Round-robin starts at a, then b (full: falls to c), then c.
+	var order []*Session
+	for i := 0; i < 3; i++ {
+		wantInt(t, h.do(sender, "signal", "jobs", "j"), 1)
+		for _, m := range []*Session{a, b, c} {
+			for range h.pushes(m) {
+				order = append(order, m)
+			}
+		}
+	}
+	if want := []*Session{a, c, c}; !slices.Equal(order, want) {
+		t.Fatalf("receivers %v, want a c c (b skipped)", order)
+	}
+	// All full: the chosen member gets the push (its transport then
+	// disconnects it) and the group does not count.
+	h.rec.full = map[*Session]bool{a: true, b: true, c: true}
+	wantInt(t, h.do(sender, "signal", "jobs", "j"), 0)
+	if n := len(h.pushes(a)) + len(h.pushes(b)) + len(h.pushes(c)); n != 1 {
+		t.Fatalf("%d pushes, want 1 to the chosen member", n)
+	}
+	// A backlogged plain subscriber is not counted either.
+	plain := h.session()
+	wantStatus(t, h.do(plain, "listen", "news", ""), parse.StatusOK)
+	h.rec.full = map[*Session]bool{plain: true}
+	wantInt(t, h.do(sender, "signal", "news", "x"), 0)
+	h.rec.full = nil
+	wantInt(t, h.do(sender, "signal", "news", "y"), 1)
 }
 
 func TestSubscriptionLimitAndCleanup(t *testing.T) {

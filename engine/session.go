@@ -27,6 +27,8 @@ type Session struct {
 	pop *popWaiter
 	// bar is the session's last bwait, likewise.
 	bar *barrierWaiter
+	// elections: the names this session watches as observer or leader.
+	elections sessionElections
 }
 
 type claim struct {
@@ -100,6 +102,7 @@ func (e *Engine) Close(s *Session) {
 	// not even the release events of its own holds.
 	e.subs.RemoveAll(s)
 	e.watches.RemoveAll(s)
+	e.leaveElections(s)
 	for _, holds := range [2]bool{false, true} {
 		for _, c := range s.claims {
 			sl := c.sl

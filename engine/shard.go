@@ -54,6 +54,7 @@ type mode struct {
 	limit  int
 	rw     bool
 	writer bool
+	elect  bool // an elect: a lock acquire whose grant elects a leader
 }
 
 // shard owns a slice of the keyspace. Everything below mu is guarded by it.
@@ -67,7 +68,10 @@ type shard struct {
 	kv       map[string]*kvEntry
 	lists    map[string]*list
 	barriers map[string]*barrier
-	wheel    *timerwheel.Wheel
+	// elections holds the leader watchers (observers and elected holders)
+	// per election name; names without watchers have no entry.
+	elections map[string]*election
+	wheel     *timerwheel.Wheel
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
 	published timerwheel.Tick
@@ -86,6 +90,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.kv = make(map[string]*kvEntry)
 	s.lists = make(map[string]*list)
 	s.barriers = make(map[string]*barrier)
+	s.elections = make(map[string]*election)
 	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
 	s.salt = e.cfg.NewSalt()
@@ -168,7 +173,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	sl.gen.Add(1)
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil
-	sl.twoPhase, sl.blocked = false, false
+	sl.twoPhase, sl.blocked, sl.elect = false, false, false
 	sl.tag = 0
 	sl.prev = nil
 	sl.next = s.free

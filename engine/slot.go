@@ -36,8 +36,11 @@ type slot struct {
 	blocked bool
 	// writer: the write side of a read-write lock.
 	writer bool
-	lease  int64 // lease TTL in ms, fixed at acquire time
-	token  fence.Token
+	// elect: an elect claim; its grant makes the session the key's leader
+	// (election.go).
+	elect bool
+	lease int64 // lease TTL in ms, fixed at acquire time
+	token fence.Token
 	// timer is the acquire/wait timeout while waiting and the lease while
 	// holding; one node suffices because the two never overlap.
 	timer      timerwheel.Node

@@ -122,6 +122,8 @@ type stressNotifier struct {
 	t *testing.T
 }
 
+func (n *stressNotifier) Backlogged(*Session) bool { return false }
+
 func (n *stressNotifier) Deliver(s *Session, r Result) {
 	ss := s.Owner.(*stressSess)
 	if ss.closed.Load() {

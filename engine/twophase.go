@@ -28,7 +28,7 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseM
 	if r == nil {
 		return res
 	}
-	if sl, res, ok := sh.grantNowLocked(r, sess, m.writer, leaseMs, now); ok {
+	if sl, res, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
 		if sl == nil {
 			return res
 		}
@@ -40,7 +40,7 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseM
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}
-	sl := sh.queueLocked(r, sess, m.writer, leaseMs, now)
+	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.twoPhase = true // no timer until w
 	sess.rememberEnqueued(ns, r.key, sl)
 	return status(parse.StatusQueued)

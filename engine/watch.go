@@ -23,9 +23,9 @@ func (e *Engine) watchOp(s *Session, r *parse.Request) Result {
 	if err := validPattern(pattern); err != nil {
 		return status(parse.StatusError)
 	}
-	// rf counts listen and watch registrations against one cap (§B.9).
+	// rf counts listen, watch and observe registrations against one cap (§B.9).
 	if max := e.cfg.MaxSubscriptions; max > 0 && !e.watches.Has(s, pattern, "") &&
-		e.subs.Count(s)+e.watches.Count(s) >= max {
+		e.subscriptions(s) >= max {
 		return status(parse.StatusError)
 	}
 	if _, err := e.watches.Subscribe(s, pattern, ""); err != nil {

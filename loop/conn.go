@@ -51,6 +51,8 @@ type conn struct {
 	// §D.3). Zero when the outbound buffer is empty or the limit is off.
 	writeDeadline timerwheel.Tick
 	timer         timerwheel.Node
+	// backlog tracks unread pushes for queue-group member choice (backlog.go).
+	backlog pushBacklog
 }
 
 // onTraffic parses and executes every complete frame in the inbound
@@ -79,7 +81,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	action := gnet.None
 	more := false
 	for !cs.blocked && !cs.closing {
-		if len(out) >= replyBudget {
+		if len(out) >= replyBudget || cs.lp.pushBytes.Load() >= pushBudget {
 			more = true
 			break
 		}
@@ -194,9 +196,6 @@ func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
 		out = cs.srv.eng.AppendStats(out, cs.srv.Connections())
 		return append(out, '\n'), false
 	}
-	if !implemented(req.Op) {
-		return parse.AppendStatus(out, parse.StatusError), false
-	}
 	r := cs.srv.eng.Do(cs.sess, &req)
 	if r.Blocked {
 		cs.blocked = true
@@ -262,28 +261,6 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 	return parse.AppendStatus(out, r.Status)
 }
 
-// implemented lists the commands the engine serves. The other
-// redis-feats commands (elections) are
-// parsed but answered error, as a dflockd without them would, until they
-// are built.
-func implemented(op parse.Op) bool {
-	switch op {
-	case parse.OpLock, parse.OpRelease, parse.OpRenew, parse.OpEnqueue, parse.OpWait,
-		parse.OpSemLock, parse.OpSemRelease, parse.OpSemRenew, parse.OpSemEnqueue, parse.OpSemWait,
-		parse.OpReadLock, parse.OpWriteLock, parse.OpReadRelease, parse.OpWriteRelease,
-		parse.OpReadRenew, parse.OpWriteRenew, parse.OpReadEnqueue, parse.OpWriteEnqueue,
-		parse.OpReadWait, parse.OpWriteWait,
-		parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet,
-		parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS,
-		parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
-		parse.OpBLPop, parse.OpBRPop,
-		parse.OpListen, parse.OpUnlisten, parse.OpSignal, parse.OpWatch, parse.OpUnwatch,
-		parse.OpBWait:
-		return true
-	}
-	return false
-}
-
 // deliver writes the late reply of a parked request and resumes parsing
 // whatever was pipelined behind it; a push is only written.
 func (cs *conn) deliver(r engine.Result) {
@@ -298,6 +275,7 @@ func (cs *conn) deliver(r engine.Result) {
 		cs.push(r.Value) // answers no request: nothing to unblock
 		return
 	}
+	cs.flushPushes()
 	out := appendResult(cs.lp.out[:0], r, cs.srv.cfg.RF)
 	cs.write(out)
 	cs.lp.out = out[:0]
@@ -310,31 +288,11 @@ func (cs *conn) deliver(r engine.Result) {
 	}
 }
 
-// maxPushBacklog bounds what a subscriber may leave unread before it is
-// disconnected as a slow consumer (spec §B.9: dflockd keeps 64 pushes per
-// connection; 64 lines of up to ~1 KiB). Its subscriptions, waits and
-// holds are cleaned up as for any disconnect, and other receivers never
-// wait for it.
-const maxPushBacklog = 64 << 10
-
-// push writes an asynchronous line (sig …) unless the peer has fallen
-// behind, in which case it is disconnected.
-func (cs *conn) push(line string) {
-	if cs.c.OutboundBuffered() > maxPushBacklog {
-		cs.closing = true
-		_ = cs.c.Close()
-		return
-	}
-	out := append(cs.lp.out[:0], line...)
-	out = append(out, '\n')
-	cs.write(out)
-	cs.lp.out = out[:0]
-}
-
 // write sends replies. gnet writes at once and keeps what the socket does
 // not take; when that happens the write deadline starts.
 func (cs *conn) write(b []byte) {
 	_, _ = cs.c.Write(b)
+	cs.noteUnsent()
 	if cs.writeDeadline == 0 && cs.srv.wtMs > 0 && cs.c.OutboundBuffered() > 0 {
 		cs.writeDeadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.wtMs)
 		cs.lp.rt.arm(cs, min(cs.writeDeadline, cs.deadline))
@@ -379,5 +337,5 @@ func (cs *conn) checkDeadline() {
 	if cs.writeDeadline != 0 {
 		next = min(next, cs.writeDeadline)
 	}
-	cs.lp.rt.arm(cs, next)
+	cs.lp.rt.arm(cs, cs.recheckBacklog(now, next))
 }

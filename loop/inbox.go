@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -39,9 +40,15 @@ type loopState struct {
 		scheduled bool
 		inTraffic bool
 	}
+	// pushBytes is the size of the pushes waiting in the inbox. OnTraffic
+	// yields once it passes pushBudget, so that a pipelined burst of
+	// signals reaches this loop's receivers in slices (and their backlog
+	// figures stay true) instead of all at the end of the burst.
+	pushBytes atomic.Int64
 	// Loop-confined below.
 	spare []delivery // the other half of the inbox double buffer
 	out   []byte     // reply scratch reused across reads
+	dirty []*conn    // connections with pushes batched by this drain
 	drain gnet.Runnable
 	rt    readTimer
 }
@@ -56,6 +63,9 @@ func newLoopState(s *Server, el gnet.EventLoop) *loopState {
 // push queues a delivery for a connection of this loop. It may be called
 // with a shard lock held, so it only appends and posts.
 func (lp *loopState) push(d delivery) {
+	if d.result.Kind == engine.KindPush {
+		lp.pushBytes.Add(int64(len(d.result.Value) + 1))
+	}
 	lp.inbox.Lock()
 	lp.inbox.items = append(lp.inbox.items, d)
 	post := !lp.inbox.scheduled && !lp.inbox.inTraffic
@@ -108,6 +118,9 @@ func (lp *loopState) drainInbox(context.Context) error {
 func (lp *loopState) apply(items []delivery) {
 	for i := range items {
 		d := &items[i]
+		if d.result.Kind == engine.KindPush {
+			lp.pushBytes.Add(-int64(len(d.result.Value) + 1))
+		}
 		switch d.kind {
 		case deliverResult:
 			d.cs.deliver(d.result)
@@ -117,4 +130,10 @@ func (lp *loopState) apply(items []delivery) {
 		*d = delivery{}
 	}
 	lp.spare = items[:0]
+	for i, cs := range lp.dirty {
+		cs.backlog.dirty = false
+		cs.flushPushes()
+		lp.dirty[i] = nil
+	}
+	lp.dirty = lp.dirty[:0]
 }

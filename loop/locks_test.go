@@ -6,21 +6,27 @@ import (
 	"time"
 )
 
-func TestFIFOFiveWaitersAcrossLoops(t *testing.T) {
+// waiters is the queue length of lock or semaphore k (stats array arr).
+func (p profile) waiters(t *testing.T, arr, k string) int {
+	t.Helper()
+	return int(stat(t, p.ts, arr, k, "waiters"))
+}
+
+func fifoScenario(t *testing.T, p profile) {
 	k := key("fifo")
-	holder := dial(t, plain)
-	tok := holder.do("l", k, "0 30", "ok T 30")[1]
+	holder := p.dial(t)
+	tok := holder.do("l", k, "0 30", p.grant(30))[1]
 	waiters := make([]*client, 6)
 	for i := range waiters {
-		waiters[i] = dial(t, plain)
+		waiters[i] = p.dial(t)
 		waiters[i].send("l", k, fmt.Sprintf("10 %d", 20+i))
 		// The server must have queued this one before the next arrives;
 		// a stats probe on the waiter's own key shows the queue length.
-		waitFor(t, func() bool { return waitersOn(t, k) == i+1 })
+		waitFor(t, func() bool { return p.waiters(t, "locks", k) == i+1 })
 	}
 	holder.do("r", k, tok, "ok")
 	for i, w := range waiters {
-		f := w.expect(fmt.Sprintf("ok T %d", 20+i))
+		f := w.expect(p.grant(20 + i))
 		for _, later := range waiters[i+1:] {
 			later.silent(20 * time.Millisecond)
 		}
@@ -28,91 +34,163 @@ func TestFIFOFiveWaitersAcrossLoops(t *testing.T) {
 	}
 }
 
-func TestLeaseExpiryHandsToNextWaiter(t *testing.T) {
+func TestFIFOFiveWaitersAcrossLoops(t *testing.T)   { fifoScenario(t, v2Profile()) }
+func TestFIFOFiveWaitersAcrossLoopsRF(t *testing.T) { fifoScenario(t, rfProfile()) }
+
+func leaseExpiryScenario(t *testing.T, p profile) {
 	k := key("lease")
-	a, b := dial(t, plain), dial(t, plain)
-	tok := a.do("l", k, "0 1", "ok T 1")[1]
+	a, b := p.dial(t), p.dial(t)
+	tok := a.do("l", k, "0 1", p.grant(1))[1]
 	b.send("l", k, "6 10")
 	start := time.Now()
-	b.expect("ok T 10")
+	b.expect(p.grant(10))
 	if el := time.Since(start); el < 800*time.Millisecond {
 		t.Fatalf("handed over after %v, before the 1 s lease ended", el)
 	}
+	// The expired holder was evicted by the hand-off: plain error in both.
 	a.do("n", k, tok, "error")
 	a.do("r", k, tok, "error")
 }
 
-func TestHolderDisconnectHandsOver(t *testing.T) {
+func TestLeaseExpiryHandsToNextWaiter(t *testing.T)   { leaseExpiryScenario(t, v2Profile()) }
+func TestLeaseExpiryHandsToNextWaiterRF(t *testing.T) { leaseExpiryScenario(t, rfProfile()) }
+
+// renewExpiredScenario: renewing a lease that ran out with nobody waiting
+// is error in v2 and error_lease_expired in rf (spec §B.0, §I.4, §I.2 O3);
+// either way the holder is gone afterwards.
+func renewExpiredScenario(t *testing.T, p profile) {
+	k := key("nexp")
+	a := p.dial(t)
+	tok := a.do("l", k, "0 1", p.grant(1))[1]
+	waitFor(t, func() bool { return stat(t, p.ts, "locks", k, "lease_expires_in_s") == 0 })
+	if p.rf {
+		a.do("n", k, tok, "error_lease_expired")
+	} else {
+		a.do("n", k, tok, "error")
+	}
+	a.do("n", k, tok, "error")
+	a.do("r", k, tok, "error")
+	a.do("l", k, "0 5", p.grant(5))
+}
+
+func TestRenewExpiredLease(t *testing.T)   { renewExpiredScenario(t, v2Profile()) }
+func TestRenewExpiredLeaseRF(t *testing.T) { renewExpiredScenario(t, rfProfile()) }
+
+func holderDisconnectScenario(t *testing.T, p profile) {
 	k := key("hdisc")
-	a, b := dial(t, plain), dial(t, plain)
-	tok := a.do("l", k, "0 30", "ok T 30")[1]
+	a, b := p.dial(t), p.dial(t)
+	tok := a.do("l", k, "0 30", p.grant(30))[1]
 	b.send("l", k, "10 30")
-	waitFor(t, func() bool { return waitersOn(t, k) == 1 })
+	waitFor(t, func() bool { return p.waiters(t, "locks", k) == 1 })
 	a.c.Close()
-	b.expect("ok T 30")
-	dial(t, plain).do("r", k, tok, "error")
+	b.expect(p.grant(30))
+	p.dial(t).do("r", k, tok, "error")
 }
 
-func TestWaiterDisconnectLeavesQueue(t *testing.T) {
+func TestHolderDisconnectHandsOver(t *testing.T)   { holderDisconnectScenario(t, v2Profile()) }
+func TestHolderDisconnectHandsOverRF(t *testing.T) { holderDisconnectScenario(t, rfProfile()) }
+
+func waiterDisconnectScenario(t *testing.T, p profile) {
 	k := key("wdisc")
-	a, b, c := dial(t, plain), dial(t, plain), dial(t, plain)
-	tok := a.do("l", k, "0 30", "ok T 30")[1]
+	a, b, c := p.dial(t), p.dial(t), p.dial(t)
+	tok := a.do("l", k, "0 30", p.grant(30))[1]
 	b.send("l", k, "10 30")
-	waitFor(t, func() bool { return waitersOn(t, k) == 1 })
+	waitFor(t, func() bool { return p.waiters(t, "locks", k) == 1 })
 	c.send("l", k, "10 30")
-	waitFor(t, func() bool { return waitersOn(t, k) == 2 })
+	waitFor(t, func() bool { return p.waiters(t, "locks", k) == 2 })
 	b.c.Close()
-	waitFor(t, func() bool { return waitersOn(t, k) == 1 })
+	waitFor(t, func() bool { return p.waiters(t, "locks", k) == 1 })
 	a.do("r", k, tok, "ok")
-	c.expect("ok T 30")
+	c.expect(p.grant(30))
 }
 
-func TestTwoPhaseOverTheWire(t *testing.T) {
+func TestWaiterDisconnectLeavesQueue(t *testing.T)   { waiterDisconnectScenario(t, v2Profile()) }
+func TestWaiterDisconnectLeavesQueueRF(t *testing.T) { waiterDisconnectScenario(t, rfProfile()) }
+
+func twoPhaseScenario(t *testing.T, p profile) {
 	k := key("2p")
-	a, b := dial(t, plain), dial(t, plain)
-	tok := a.do("e", k, "10", "acquired T 10")[1]
+	a, b := p.dial(t), p.dial(t)
+	tok := a.do("e", k, "10", p.acquired(10))[1]
 	a.do("e", k, "", "error_already_enqueued")
 	b.do("w", k, "1", "error_not_enqueued")
 	b.do("e", k, "10", "queued")
-	a.do("w", k, "5", "ok "+tok+" 10")
+	a.do("w", k, "5", p.grantOf(tok, 10))
 	// Queued then granted while b waits in w.
 	b.send("w", k, "5")
 	b.silent(100 * time.Millisecond)
 	a.do("r", k, tok, "ok")
-	tok2 := b.expect("ok T 10")[3:35]
+	tok2 := b.expect(p.grant(10))[3:35]
 	// Wait timeout: a queues, waits 1 s, times out, and is no longer queued.
 	a.do("e", k, "", "queued")
 	a.send("w", k, "1")
 	a.expect("timeout")
 	a.do("w", k, "1", "error_not_enqueued")
 	b.do("r", k, tok2, "ok")
-	dial(t, plain).do("l", k, "0 5", "ok T 5")
+	p.dial(t).do("l", k, "0 5", p.grant(5))
 }
 
-func TestSemaphoreLimitTwoThreeClients(t *testing.T) {
+func TestTwoPhaseOverTheWire(t *testing.T)   { twoPhaseScenario(t, v2Profile()) }
+func TestTwoPhaseOverTheWireRF(t *testing.T) { twoPhaseScenario(t, rfProfile()) }
+
+func semaphoreScenario(t *testing.T, p profile) {
 	k := key("sem")
-	a, b, c := dial(t, plain), dial(t, plain), dial(t, plain)
-	ta := a.do("sl", k, "0 2 10", "ok T 10")[1]
-	b.do("sl", k, "0 2 10", "ok T 10")
+	a, b, c := p.dial(t), p.dial(t), p.dial(t)
+	ta := a.do("sl", k, "0 2 10", p.grant(10))[1]
+	tb := b.do("sl", k, "0 2 10", p.grant(10))[1]
+	if ta == tb {
+		t.Fatalf("two holders share token %s", ta)
+	}
 	c.do("sl", k, "0 2 10", "timeout")
 	c.do("sl", k, "0 3 10", "error_limit_mismatch")
+	b.do("sn", k, tb+" 20", p.renewed(tb, 20))
 	c.send("sl", k, "10 2 10")
-	c.silent(100 * time.Millisecond)
+	waitFor(t, func() bool { return p.waiters(t, "semaphores", k) == 1 })
 	a.do("sr", k, ta, "ok")
-	c.expect("ok T 10")
+	c.expect(p.grant(10))
 }
 
-func TestReleaseRenewAndWrongToken(t *testing.T) {
+func TestSemaphoreLimitTwoThreeClients(t *testing.T)   { semaphoreScenario(t, v2Profile()) }
+func TestSemaphoreLimitTwoThreeClientsRF(t *testing.T) { semaphoreScenario(t, rfProfile()) }
+
+// namespaceScenario: v2 keeps locks and semaphores apart; rf has one map
+// in which a lock is a semaphore of limit 1 (spec §B.2, §I.6).
+func namespaceScenario(t *testing.T, p profile) {
+	k := key("ns")
+	a, b := p.dial(t), p.dial(t)
+	tok := a.do("l", k, "0 30", p.grant(30))[1]
+	if p.rf {
+		b.do("sl", k, "0 3 30", "error_limit_mismatch")
+		b.do("sl", k, "0 1 30", "timeout") // the same lock, held
+		b.do("sn", k, tok, p.renewed(tok, 33))
+		b.do("sr", k, tok, "ok") // s* commands reach the lock
+		b.do("l", k, "0 30", p.grant(30))
+		return
+	}
+	b.do("sl", k, "0 3 30", p.grant(30)) // another resource of the same name
+	b.do("sl", k, "0 1 30", "error_limit_mismatch")
+	b.do("sn", k, tok, "error")
+	b.do("sr", k, tok, "error") // s* commands never touch the lock
+	b.do("l", k, "0 30", "timeout")
+	a.do("r", k, tok, "ok")
+}
+
+func TestLockSemaphoreNamespaces(t *testing.T)   { namespaceScenario(t, v2Profile()) }
+func TestLockSemaphoreNamespacesRF(t *testing.T) { namespaceScenario(t, rfProfile()) }
+
+func releaseRenewScenario(t *testing.T, p profile) {
 	k := key("rr")
-	a := dial(t, plain)
-	tok := a.do("l", k, "0 10", "ok T 10")[1]
+	a := p.dial(t)
+	tok := a.do("l", k, "0 10", p.grant(10))[1]
 	a.do("r", k, "0123456789abcdef0123456789abcdef", "error")
 	a.do("r", k, "not-a-token", "error")
-	a.do("n", k, tok+" 20", "ok 20")
-	a.do("n", k, tok, "ok 33")
+	a.do("n", k, tok+" 20", p.renewed(tok, 20))
+	a.do("n", k, tok, p.renewed(tok, 33)) // the server default, not the first lease
 	a.do("r", k, tok, "ok")
 	a.do("n", k, tok, "error")
 }
+
+func TestReleaseRenewAndWrongToken(t *testing.T)   { releaseRenewScenario(t, v2Profile()) }
+func TestReleaseRenewAndWrongTokenRF(t *testing.T) { releaseRenewScenario(t, rfProfile()) }
 
 // waitFor polls cond until it holds or the test's patience runs out.
 func waitFor(t *testing.T, cond func() bool) {

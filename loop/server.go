@@ -103,6 +103,9 @@ func (s *Server) Attach(e *engine.Engine) { s.eng = e }
 // loop that owns the session's connection.
 func (s *Server) Deliver(sess *engine.Session, r engine.Result) {
 	cs := sess.Owner.(*conn)
+	if r.Kind == engine.KindPush {
+		cs.backlog.queued.Add(int64(len(r.Value) + 1))
+	}
 	cs.lp.push(delivery{cs: cs, result: r})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 // every 500 ms, so per-test servers would make the suite slow.
 var (
 	plain    *testServer // no auth
+	rfsrv    *testServer // --compat=rf, otherwise as plain
 	authed   *testServer // --auth-token
 	keySeq   atomic.Int64
 	testAuth = "s3cret-token"
@@ -76,6 +78,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// rf's GC also evicts holders whose lease ran out (spec §I.2 O3); an
+	// hour-long period keeps it from racing the tests that renew one.
+	rfsrv, err = startServer(Config{RF: true, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
+		GCInterval: time.Hour}, engine.Config{RF: true, MaxLocks: -1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	authed, err = startServer(Config{AuthToken: testAuth}, engine.Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,6 +93,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	plain.stop()
+	rfsrv.stop()
 	authed.stop()
 	os.Exit(code)
 }
@@ -137,25 +148,43 @@ func (c *client) expect(want string) string {
 	return got
 }
 
-// do sends one request and checks the reply against want, where "T"
-// stands for a 32-hex token; it returns the reply's fields.
+// do sends one request and checks the reply against want (see match);
+// it returns the reply's fields.
 func (c *client) do(cmd, key, arg, want string) []string {
 	c.t.Helper()
 	c.send(cmd, key, arg)
 	return strings.Fields(c.expect(want))
 }
 
+// ask sends one request and returns its reply, whatever it is.
+func (c *client) ask(cmd, key, arg string) string {
+	c.t.Helper()
+	c.send(cmd, key, arg)
+	got, err := c.line(5 * time.Second)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", cmd, key, err)
+	}
+	return got
+}
+
 // match compares a reply with a pattern in which the word T matches any
-// token and * any single word.
+// token, F the decimal fence of the last token before it on the line (rf
+// grants, spec §B.0 and §I.2: the fence is the token's prefix) and * any
+// single word.
 func match(got, want string) bool {
 	g, w := strings.Split(got, " "), strings.Split(want, " ")
 	if len(g) != len(w) {
 		return false
 	}
+	tok := ""
 	for i := range w {
 		switch w[i] {
 		case "T":
 			if !isToken(g[i]) {
+				return false
+			}
+		case "F":
+			if tok == "" || g[i] != fenceText(tok) {
 				return false
 			}
 		case "*":
@@ -164,8 +193,20 @@ func match(got, want string) bool {
 				return false
 			}
 		}
+		if isToken(g[i]) {
+			tok = g[i]
+		}
 	}
 	return true
+}
+
+// fenceText is the decimal fence of a token: its first 16 hex digits.
+func fenceText(tok string) string {
+	f, err := strconv.ParseUint(tok[:16], 16, 64)
+	if err != nil {
+		panic("fenceText " + tok)
+	}
+	return strconv.FormatUint(f, 10)
 }
 
 func isToken(s string) bool {

@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Leader election (spec §B.12). An elect is a limit-1 acquire of the lock
+// of the same name, so elect and l contend for one FIFO queue and r, n
+// and resign all end an elected lease. What elections add is a set of
+// leader watchers per name, kept in the name's shard next to the lock:
+// observers (observe) and elected holders (registered when their elect
+// is granted). They receive "leader <event> <name>" pushes:
+//
+//   - elected: an elect was granted (to every watcher but the winner);
+//   - resigned: the leader resigned (to every remaining watcher);
+//   - failover: a queued waiter (elect or l) was granted a limit-1 lock
+//     with watchers, so an observer sees resigned → failover → elected.
+//
+// A lease expiry or disconnect of a leader nobody waits behind is silent.
+
+const (
+	evElect  = "elect"
+	evResign = "resign"
+)
+
+// election is the watcher set of one election name.
+type election struct {
+	watchers []leaderWatcher
+}
+
+// leaderWatcher is one session's registration on a name: one entry per
+// session, whichever way it joined (unobserve removes it entirely).
+type leaderWatcher struct {
+	sess     *Session
+	observer bool // joined by observe
+	holder   bool // joined by winning an elect; resign drops it
+}
+
+func (el *election) find(s *Session) *leaderWatcher {
+	for i := range el.watchers {
+		if el.watchers[i].sess == s {
+			return &el.watchers[i]
+		}
+	}
+	return nil
+}
+
+// sessionElections is a session's record of the names it watches, for
+// Close and the subscription cap. Grants register sessions from other
+// goroutines (a hand-off runs on the releaser's loop), hence the mutex;
+// lock order: shard.mu → sessionElections.mu.
+type sessionElections struct {
+	mu     sync.Mutex
+	closed bool
+	names  map[string]struct{}
+}
+
+// add records name; false once the session is closing, when nothing may
+// register it any more.
+func (se *sessionElections) add(name string) bool {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	if se.closed {
+		return false
+	}
+	if se.names == nil {
+		se.names = make(map[string]struct{})
+	}
+	se.names[name] = struct{}{}
+	return true
+}
+
+func (se *sessionElections) remove(name string) {
+	se.mu.Lock()
+	delete(se.names, name)
+	se.mu.Unlock()
+}
+
+func (se *sessionElections) count() int {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return len(se.names)
+}
+
+// close refuses further registrations and returns the names to leave.
+func (se *sessionElections) close() map[string]struct{} {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	se.closed = true
+	names := se.names
+	se.names = nil
+	return names
+}
+
+// elect serves elect: a limit-1 lock acquire flagged so that its grant
+// elects the session (grantLocked → electedLocked).
+func (e *Engine) elect(s *Session, r *parse.Request) Result {
+	m := mode{limit: 1, elect: true}
+	return e.acquire(s, nsLock, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease))
+}
+
+// resign releases the leader's lease (any session with the token may),
+// drops the resigner's holder registration, tells the remaining watchers
+// and only then hands the lock on, so that they see resigned before the
+// next leader's failover and elected.
+func (e *Engine) resign(s *Session, key, tok []byte) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	now := e.clock.Now()
+	sl, _ := sh.holderLocked(nsLock, key, tok, now)
+	if sl == nil {
+		return status(parse.StatusError)
+	}
+	r := sl.res
+	r.holders.remove(sl)
+	sh.freeSlotLocked(sl)
+	e.watchEvent(evResign, r.key)
+	if el := sh.elections[r.key]; el != nil {
+		if w := el.find(s); w != nil && w.holder {
+			w.holder = false
+			if !w.observer {
+				sh.unwatchLeaderLocked(r.key, s)
+			}
+		}
+	}
+	sh.leaderPushLocked(r.key, "resigned", nil)
+	sh.handOffLocked(r, now)
+	return status(parse.StatusOK)
+}
+
+// observe registers s as an observer of name and, when the name has a
+// leader, pushes "leader elected" to it at once. Re-observing keeps one
+// registration; the rf profile repeats the push each time (spec §I.2 O4:
+// clients use it to ask "is there a leader?"), v2 pushes only on joining.
+func (e *Engine) observe(s *Session, key []byte) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	defer sh.unlock()
+	el := sh.elections[string(key)]
+	var w *leaderWatcher
+	if el != nil {
+		w = el.find(s)
+	}
+	switch {
+	case w == nil:
+		if max := e.cfg.MaxSubscriptions; max > 0 && e.subscriptions(s) >= max {
+			return status(parse.StatusError) // rf counts observe with listen and watch (§B.9)
+		}
+		name := string(key)
+		if !s.elections.add(name) {
+			return status(parse.StatusOK) // closing: nothing will reach it anyway
+		}
+		if el == nil {
+			el = &election{}
+			sh.elections[name] = el
+		}
+		el.watchers = append(el.watchers, leaderWatcher{sess: s, observer: true})
+	case w.observer && !e.cfg.RF:
+		return status(parse.StatusOK)
+	default:
+		w.observer = true
+	}
+	if sh.hasLeaderLocked(key, e.clock.Now()) {
+		e.notify.Deliver(s, leaderPush("elected", string(key)))
+	}
+	return status(parse.StatusOK)
+}
+
+// unobserve removes s's registration on name, holder or observer.
+func (e *Engine) unobserve(s *Session, key []byte) Result {
+	sh := e.shardFor(key)
+	sh.lock()
+	sh.unwatchLeaderLocked(string(key), s)
+	sh.unlock()
+	return status(parse.StatusOK)
+}
+
+// hasLeaderLocked reports whether the lock of name has a live holder.
+func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Tick) bool {
+	r := sh.lookupLocked(nsLock, key)
+	if r == nil {
+		return false
+	}
+	for sl := r.holders.head; sl != nil; sl = sl.next {
+		if sl.timer.Deadline() > now {
+			return true
+		}
+	}
+	return false
+}
+
+// electedLocked runs when an elect is granted: the winner becomes a
+// holder watcher and every other watcher learns of it.
+func (sh *shard) electedLocked(sl *slot) {
+	key, s := sl.res.key, sl.sess
+	sh.eng.watchEvent(evElect, key)
+	el := sh.elections[key]
+	var w *leaderWatcher
+	if el != nil {
+		w = el.find(s)
+	}
+	switch {
+	case w != nil:
+		w.holder = true
+	case s.elections.add(key):
+		if el == nil {
+			el = &election{}
+			sh.elections[key] = el
+		}
+		el.watchers = append(el.watchers, leaderWatcher{sess: s, holder: true})
+	}
+	sh.leaderPushLocked(key, "elected", s)
+}
+
+// failoverLocked announces that a queued waiter is about to be granted r.
+// Only a limit-1 lock can have a leader; readers and semaphore slots are
+// not leadership changes.
+func (sh *shard) failoverLocked(r *resource) {
+	if r.ns == nsLock && !r.rw && r.limit == 1 {
+		sh.leaderPushLocked(r.key, "failover", nil)
+	}
+}
+
+// leaderPushLocked pushes "leader <event> <key>" to the watchers of key
+// except one session (nil: all).
+func (sh *shard) leaderPushLocked(key, event string, except *Session) {
+	el := sh.elections[key]
+	if el == nil {
+		return
+	}
+	push := leaderPush(event, key)
+	for i := range el.watchers {
+		if s := el.watchers[i].sess; s != except {
+			sh.eng.notify.Deliver(s, push)
+		}
+	}
+}
+
+func leaderPush(event, key string) Result {
+	return Result{Status: parse.StatusOK, Kind: KindPush, Value: "leader " + event + " " + key}
+}
+
+// unwatchLeaderLocked removes s's registration on key, if any.
+func (sh *shard) unwatchLeaderLocked(key string, s *Session) {
+	el := sh.elections[key]
+	if el == nil {
+		return
+	}
+	for i := range el.watchers {
+		if el.watchers[i].sess != s {
+			continue
+		}
+		last := len(el.watchers) - 1
+		copy(el.watchers[i:], el.watchers[i+1:])
+		el.watchers[last] = leaderWatcher{}
+		el.watchers = el.watchers[:last]
+		s.elections.remove(key)
+		break
+	}
+	if len(el.watchers) == 0 {
+		delete(sh.elections, key)
+	}
+}
+
+// leaveElections removes every registration of a closing session.
+func (e *Engine) leaveElections(s *Session) {
+	for name := range s.elections.close() {
+		sh := e.shardFor([]byte(name))
+		sh.lock()
+		sh.unwatchLeaderLocked(name, s)
+		sh.unlock()
+	}
+}
+
+// subscriptions counts s's registrations for --max-subscriptions: rf
+// counts listen, watch and observe together (spec §B.9).
+func (e *Engine) subscriptions(s *Session) int {
+	return e.subs.Count(s) + e.watches.Count(s) + s.elections.count()
+}
