@@ -16,7 +16,7 @@ import (
 // TestStress runs the engine as the server does: a real clock and timer
 // driver, and several goroutines that each own sessions (as event loops
 // own connections) hammering a handful of keys with l/r/n/e/w/sl/sr/se/sw,
-// wrong tokens and disconnects, while GC and stats run alongside. Each
+// elect/resign/observe/unobserve, wrong tokens and disconnects, while GC and stats run alongside. Each
 // worker receives its sessions' deliveries through its own inbox and
 // checks that every parked request gets exactly one, and that nothing is
 // delivered to a session once Close has returned. Holding is tracked with
@@ -108,6 +108,11 @@ func TestStress(t *testing.T) {
 	}
 	if snap := snapshotEngine(eng); len(snap) != 0 {
 		t.Errorf("%d resources left in the shards: %v", len(snap), snap)
+	}
+	for i := range eng.shards {
+		if n := len(eng.shards[i].elections); n != 0 {
+			t.Errorf("shard %d: %d election names still watched after every session closed", i, n)
+		}
 	}
 }
 
@@ -211,6 +216,9 @@ func (w *stressWorker) drain() {
 		if ss.closed.Load() {
 			continue // queued before Close: the loop drops these too
 		}
+		if d.r.Kind == KindPush {
+			continue // a leader push to an observer: answers no request
+		}
 		if ss.parked == nil {
 			w.errorf("delivery %+v to session %d, which is not parked", d.r, ss.s.ID)
 			continue
@@ -249,6 +257,9 @@ func (w *stressWorker) release(ss *stressSess, i int) {
 	ss.holds = append(ss.holds[:i], ss.holds[i+1:]...)
 	h.key.holders.Add(-1)
 	req := w.keyReq(parse.OpRelease, h.key)
+	if h.key.ns == nsLock && w.rng.IntN(3) == 0 {
+		req.Op = parse.OpResign // releases as r does
+	}
 	var b [fence.TokenLen]byte
 	req.Token = h.tok.Append(b[:0])
 	if r := w.do(ss, &req); r.Status != parse.StatusOK {
@@ -305,6 +316,9 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 		if r.IntN(2) == 0 {
 			req.Lease = 30 + int64(r.IntN(30))
 		}
+		if k.ns == nsLock && r.IntN(3) == 0 {
+			req.Op = parse.OpElect // the same lock, plus leader pushes
+		}
 		res := w.do(ss, &req)
 		switch {
 		case res.Blocked:
@@ -353,6 +367,14 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 			timeout = 1
 		}
 		w.wait(ss, k, timeout)
+	case x < 80: // observe / unobserve an election (a lock key)
+		req := parse.Request{Op: parse.OpObserve, Key: []byte(k.name)}
+		if r.IntN(2) == 0 {
+			req.Op = parse.OpUnobserve
+		}
+		if res := w.do(ss, &req); res.Status != parse.StatusOK {
+			w.errorf("%s: %+v", req.Op, res)
+		}
 	default: // w / sw without e
 		if ss.enq[k] != enqNone {
 			return false
