@@ -261,8 +261,9 @@ func appendResult(out []byte, r engine.Result, rf bool) []byte {
 	return parse.AppendStatus(out, r.Status)
 }
 
-// deliver writes the late reply of a parked request and resumes parsing
-// whatever was pipelined behind it; a push is only written.
+// deliver writes the late reply of a parked request, after any pushes
+// batched before it, and resumes parsing whatever was pipelined behind
+// it; a push only joins the connection's batch (backlog.go).
 func (cs *conn) deliver(r engine.Result) {
 	if cs.gd != nil {
 		cs.gdDeliver(r)
