@@ -115,16 +115,11 @@ func (e *Engine) resign(s *Session, key, tok []byte) Result {
 	if sl == nil {
 		return status(parse.StatusError)
 	}
-	r := sl.res
-	r.holders.remove(sl)
-	sh.freeSlotLocked(sl)
-	e.watchEvent(evResign, r.key)
-	if el := sh.elections[r.key]; el != nil {
-		if w := el.find(s); w != nil && w.holder {
-			w.holder = false
-			if !w.observer {
-				sh.unwatchLeaderLocked(r.key, s)
-			}
+	r := sh.dropHolderLocked(sl, evResign)
+	if w := sh.findLeaderWatcherLocked(r.key, s); w != nil && w.holder {
+		w.holder = false
+		if !w.observer {
+			sh.unwatchLeaderLocked(r.key, s)
 		}
 	}
 	sh.leaderPushLocked(r.key, "resigned", nil)
@@ -140,32 +135,22 @@ func (e *Engine) observe(s *Session, key []byte) Result {
 	sh := e.shardFor(key)
 	sh.lock()
 	defer sh.unlock()
-	el := sh.elections[string(key)]
-	var w *leaderWatcher
-	if el != nil {
-		w = el.find(s)
-	}
+	name := string(key)
+	w := sh.findLeaderWatcherLocked(name, s)
 	switch {
 	case w == nil:
 		if max := e.cfg.MaxSubscriptions; max > 0 && e.subscriptions(s) >= max {
 			return status(parse.StatusError) // rf counts observe with listen and watch (§B.9)
 		}
-		name := string(key)
-		if !s.elections.add(name) {
+		if w = sh.addLeaderWatcherLocked(name, s); w == nil {
 			return status(parse.StatusOK) // closing: nothing will reach it anyway
 		}
-		if el == nil {
-			el = &election{}
-			sh.elections[name] = el
-		}
-		el.watchers = append(el.watchers, leaderWatcher{sess: s, observer: true})
 	case w.observer && !e.cfg.RF:
 		return status(parse.StatusOK)
-	default:
-		w.observer = true
 	}
+	w.observer = true
 	if sh.hasLeaderLocked(key, e.clock.Now()) {
-		e.notify.Deliver(s, leaderPush("elected", string(key)))
+		e.notify.Deliver(s, leaderPush("elected", name))
 	}
 	return status(parse.StatusOK)
 }
@@ -198,20 +183,12 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Tick) bool {
 func (sh *shard) electedLocked(sl *slot) {
 	key, s := sl.res.key, sl.sess
 	sh.eng.watchEvent(evElect, key)
-	el := sh.elections[key]
-	var w *leaderWatcher
-	if el != nil {
-		w = el.find(s)
+	w := sh.findLeaderWatcherLocked(key, s)
+	if w == nil {
+		w = sh.addLeaderWatcherLocked(key, s)
 	}
-	switch {
-	case w != nil:
+	if w != nil {
 		w.holder = true
-	case s.elections.add(key):
-		if el == nil {
-			el = &election{}
-			sh.elections[key] = el
-		}
-		el.watchers = append(el.watchers, leaderWatcher{sess: s, holder: true})
 	}
 	sh.leaderPushLocked(key, "elected", s)
 }
@@ -242,6 +219,29 @@ func (sh *shard) leaderPushLocked(key, event string, except *Session) {
 
 func leaderPush(event, key string) Result {
 	return Result{Status: parse.StatusOK, Kind: KindPush, Value: "leader " + event + " " + key}
+}
+
+// findLeaderWatcherLocked returns s's registration on key, or nil.
+func (sh *shard) findLeaderWatcherLocked(key string, s *Session) *leaderWatcher {
+	if el := sh.elections[key]; el != nil {
+		return el.find(s)
+	}
+	return nil
+}
+
+// addLeaderWatcherLocked registers s on key (it must not be yet); nil when
+// the session is closing and may not register any more.
+func (sh *shard) addLeaderWatcherLocked(key string, s *Session) *leaderWatcher {
+	if !s.elections.add(key) {
+		return nil
+	}
+	el := sh.elections[key]
+	if el == nil {
+		el = &election{}
+		sh.elections[key] = el
+	}
+	el.watchers = append(el.watchers, leaderWatcher{sess: s})
+	return &el.watchers[len(el.watchers)-1]
 }
 
 // unwatchLeaderLocked removes s's registration on key, if any.

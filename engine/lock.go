@@ -150,11 +150,18 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
 
 // releaseHolderLocked drops a holder and hands its capacity on.
 func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Tick) {
+	r := sh.dropHolderLocked(sl, evRelease) // explicit or implicit (expiry, disconnect)
+	sh.handOffLocked(r, now)
+}
+
+// dropHolderLocked frees a holder's slot and announces event to watchers;
+// the caller hands the capacity on.
+func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
 	r := sl.res
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
-	sh.eng.watchEvent(evRelease, r.key) // explicit or implicit (expiry, disconnect)
-	sh.handOffLocked(r, now)
+	sh.eng.watchEvent(event, r.key)
+	return r
 }
 
 // leaseEndedLocked runs when a holder's lease timer fires. In the rf
