@@ -90,4 +90,46 @@ func BenchmarkOnTraffic(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/frame")
 	})
+	// 64 frames per read of the redis-feats primitives the suite compares
+	// with Redis (PERF.md): incr, kset+kget, rpush+lpop over 64 keys.
+	for _, w := range []struct {
+		name string
+		reqs func(key string) string
+	}{
+		{"incr-64", func(k string) string { return request("incr", k, "1") }},
+		{"kset-kget-64", func(k string) string {
+			return request("kset", k, "0123456789abcdef0123456789abcdef") + request("kget", k, "_")
+		}},
+		{"rpush-lpop-64", func(k string) string {
+			return request("rpush", k, "0123456789abcdef0123456789abcdef") + request("lpop", k, "_")
+		}},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			fs := newFakeServer(b, Config{}, engine.Config{})
+			c := fs.open()
+			c.poison = false
+			var buf []byte
+			frames := 0
+			for i := 0; frames < 64; i++ {
+				r := w.reqs(fmt.Sprintf("bench-%d", i))
+				buf = append(buf, r...)
+				frames += bytes.Count([]byte(r), []byte("\n")) / 3
+			}
+			op := func() {
+				c.out = c.out[:0]
+				c.load(buf)
+				fs.srv.OnTraffic(c)
+				if n := bytes.Count(c.out, []byte("\nok")); n != frames-1 || !bytes.HasPrefix(c.out, []byte("ok")) {
+					b.Fatalf("replies: %q", c.out)
+				}
+			}
+			op()
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				op()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+		})
+	}
 }
