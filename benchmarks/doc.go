@@ -12,8 +12,11 @@
 //   - baseline: a server built the way dflockd itself is built (goroutine
 //     per connection, one global mutex); the reference when no dflockd
 //     binary is at hand.
+//   - fanout: pub/sub fan-out to many subscribers, with and without one
+//     that never reads.
 //   - procstat: CPU time and resident memory of a server process from /proc.
-//   - cmd/dflockbench: the command line driver; cmd/ceiling and
+//   - cmd/dflockbench: the command line driver; cmd/dflocksuite (with
+//     suite) the whole comparison in one command; cmd/ceiling and
 //     cmd/baseline run the two reference servers standalone.
 //
 // This package itself only holds Go benchmarks that tie the parts together

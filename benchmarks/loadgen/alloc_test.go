@@ -3,6 +3,7 @@
 package loadgen
 
 import (
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,29 +15,49 @@ import (
 // it measures.
 func TestRequestPathDoesNotAllocate(t *testing.T) {
 	const depth = 4
+	fixed := func(acquire, release string) func(s *slot, dst []byte) []byte {
+		return func(s *slot, dst []byte) []byte {
+			if s.stage == stageAcquire {
+				return append(dst, acquire...)
+			}
+			return append(dst, release...)
+		}
+	}
+	// counter answers what the slot's pending incr must get.
+	counter := func(prefix, suffix string) func(s *slot, dst []byte) []byte {
+		return func(s *slot, dst []byte) []byte {
+			dst = append(dst, prefix...)
+			dst = strconv.AppendInt(dst, s.counts[s.kidx]+1, 10)
+			return append(dst, suffix...)
+		}
+	}
+	// readBack answers the write with ack and the read with the value.
+	readBack := func(ack, prefix, suffix string) func(s *slot, dst []byte) []byte {
+		return func(s *slot, dst []byte) []byte {
+			if s.stage == stageWrite {
+				return append(dst, ack...)
+			}
+			dst = append(dst, prefix...)
+			dst = append(dst, s.token[:]...)
+			return append(dst, suffix...)
+		}
+	}
+	line := func(w Workload) Config { return Config{Addr: "x:1", Workload: w, Depth: depth} }
+	resp := func(w Workload) Config { return Config{Addr: "x:1", Proto: ProtoRedis, Workload: w, Depth: depth} }
 	cases := []struct {
 		name  string
 		cfg   Config
-		reply func(s *slot) string
+		reply func(s *slot, dst []byte) []byte
 	}{
-		{"dflockd lock", Config{Addr: "x:1", Workload: Lock, Depth: depth}, func(s *slot) string {
-			if s.stage == stageAcquire {
-				return "ok 0123456789abcdef0123456789abcdef 30\n"
-			}
-			return "ok\n"
-		}},
-		{"dflockd try", Config{Addr: "x:1", Workload: Try, Depth: depth}, func(s *slot) string {
-			if s.stage == stageAcquire {
-				return "timeout\n"
-			}
-			return "ok\n"
-		}},
-		{"redis cas", Config{Addr: "x:1", Proto: ProtoRedis, Workload: Mixed, Depth: depth}, func(s *slot) string {
-			if s.stage == stageAcquire {
-				return "+OK\r\n"
-			}
-			return ":1\r\n"
-		}},
+		{"dflockd lock", line(Lock), fixed("ok 0123456789abcdef0123456789abcdef 30\n", "ok\n")},
+		{"dflockd try", line(Try), fixed("timeout\n", "ok\n")},
+		{"redis cas", resp(Mixed), fixed("+OK\r\n", ":1\r\n")},
+		{"dflockd incr", line(Incr), counter("ok ", "\n")},
+		{"dflockd kv", line(KV), readBack("ok\n", "ok ", "\n")},
+		{"dflockd list", line(List), readBack("ok 1\n", "ok ", "\n")},
+		{"redis incr", resp(Incr), counter(":", "\r\n")},
+		{"redis kv", resp(KV), readBack("+OK\r\n", "$32\r\n", "\r\n")},
+		{"redis list", resp(List), readBack(":1\r\n", "$32\r\n", "\r\n")},
 	}
 	for _, tc := range cases {
 		cfg := tc.cfg.withDefaults()
@@ -50,6 +71,7 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 			w.wbuf = w.sc.begin(&w.slots[i], w.wbuf)
 			w.queue(i)
 		}
+		scratch := make([]byte, 0, 128)
 		step := func() {
 			// Stand in for flush: the requests count as written.
 			for _, i := range w.pending {
@@ -59,7 +81,8 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 			// One read's worth of replies, one per slot in FIFO order.
 			for k := 0; k < w.fifo.len(); k++ {
 				i := w.fifo.buf[(w.fifo.head+k)%len(w.fifo.buf)]
-				w.rend += copy(w.rbuf[w.rend:], tc.reply(&w.slots[i]))
+				scratch = tc.reply(&w.slots[i], scratch[:0])
+				w.rend += copy(w.rbuf[w.rend:], scratch)
 			}
 			if err := w.process(w.now()); err != nil {
 				t.Fatal(err)

@@ -46,10 +46,29 @@ const (
 	// (10 %); with Depth > 1, sem and hot acquire with timeout 0 so that no
 	// request blocks the pipeline. Redis: lock 70 %, try 30 %.
 	Mixed Workload = "mixed"
+
+	// The primitive workloads of dflockd's redis-feats line. Each slot
+	// cycles through KeysPerSlot keys of its own, so no key is hot and every
+	// reply has one right answer.
+
+	// Incr: incr key 1 → "ok <n>", which must be the key's previous value
+	// plus one (1 on the first). Redis: INCR.
+	Incr Workload = "incr"
+	// KV: kset key value → "ok", then kget key → "ok <value>" with the value
+	// just set (a fresh one every cycle). Redis: SET then GET.
+	KV Workload = "kv"
+	// List: rpush key value → "ok 1" (the slot's lists are empty between
+	// cycles), then lpop key → "ok <value>". Redis: RPUSH then LPOP.
+	List Workload = "list"
 )
 
 // Workloads lists the workload names in display order.
-var Workloads = []Workload{Lock, Hot, Sem, Try, Mixed}
+var Workloads = []Workload{Lock, Hot, Sem, Try, Mixed, Incr, KV, List}
+
+// Primitive reports whether w is one of the redis-feats primitive workloads
+// (counters, KV, lists), whose cycles are not acquire+release pairs: one
+// request (incr) or a write and its read-back (kv, list).
+func (w Workload) Primitive() bool { return w == Incr || w == KV || w == List }
 
 // RedisRelease says how a Redis lock is released.
 type RedisRelease string
@@ -81,7 +100,8 @@ type Config struct {
 	Lease        int          // lease in seconds sent with every acquire; default 30
 	SemLimit     int          // permits of the Sem workload's semaphore; default 8
 	TryKeys      int          // shared keys of the Try workload; default 4
-	KeyPrefix    string       // prefix of every key (Redis: plus a per-run suffix); default "bench"
+	KeyPrefix    string       // prefix of every key (Redis and primitives: plus a per-run suffix); default "bench"
+	KeysPerSlot  int          // primitive workloads: keys each slot cycles through; default 8
 	RedisRelease RedisRelease // default ReleaseCAS
 
 	DialTimeout time.Duration // per connection; default 5 s
@@ -98,7 +118,8 @@ const (
 	maxConns    = 1 << 16 // one client process cannot open more loopback sockets anyway
 	maxDepth    = 4096    // far beyond any useful pipeline; bounds per-conn buffers
 	maxDuration = time.Hour
-	maxKeyLen   = 200 // dflockd caps a line at 256 bytes; leave room for the slot suffix
+	maxKeyLen   = 200  // dflockd caps a line at 256 bytes; leave room for the slot suffix
+	maxSlotKeys = 1024 // conns × depth × this keys are created per run
 )
 
 func (c Config) withDefaults() Config {
@@ -131,6 +152,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = "bench"
+	}
+	if c.KeysPerSlot == 0 {
+		c.KeysPerSlot = 8
 	}
 	if c.RedisRelease == "" {
 		c.RedisRelease = ReleaseCAS
@@ -167,9 +191,11 @@ func (c Config) validate() error {
 		return bad("key prefix %q must be at most %d bytes without white space", c.KeyPrefix, maxKeyLen)
 	case c.RedisRelease != ReleaseCAS && c.RedisRelease != ReleaseDel:
 		return bad("redis release %q is neither %q nor %q", c.RedisRelease, ReleaseCAS, ReleaseDel)
+	case c.KeysPerSlot < 1 || c.KeysPerSlot > maxSlotKeys:
+		return bad("keys per slot %d out of [1, %d]", c.KeysPerSlot, maxSlotKeys)
 	}
 	switch c.Workload {
-	case Lock, Try, Mixed:
+	case Lock, Try, Mixed, Incr, KV, List:
 	case Hot, Sem:
 		if c.Proto == ProtoRedis {
 			return bad("workload %s has no Redis equivalent", c.Workload)

@@ -6,6 +6,8 @@
 // and, for every reply, writes the next request of the same "slot" (a slot is
 // one independent acquire/release cycle; a connection has Depth slots). So the
 // load is closed: a slow server gets fewer requests, never a growing queue.
+// The redis-feats primitive workloads (incr, kv, list) use the same slots;
+// their cycle is one incr, or a write and its read-back.
 //
 // Measurement. Time is monotonic nanoseconds since the start of the run. A
 // request's latency runs from just before the write(2) that carried it to

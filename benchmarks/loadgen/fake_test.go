@@ -27,6 +27,9 @@ type fakeServer struct {
 	// acquireReply and releaseReply, when set, are sent to every Redis SET
 	// and to every DEL and EVAL instead of what the lock logic would say.
 	acquireReply, releaseReply string
+	// respReply, when set and returning a non-empty reply, overrides the
+	// logic for that Redis command.
+	respReply func(args []string) string
 	// reply, when set, overrides the lock logic for dflockd requests.
 	// Returning close=true drops the connection without replying.
 	reply func(n int64, cmd, key, arg string) (line string, close bool)
@@ -38,6 +41,7 @@ type fakeServer struct {
 	mu     sync.Mutex
 	held   map[string]string // key → token (dflockd) or value (Redis)
 	tokens uint64
+	prim   primState // counters, KV and lists (fake_prim_test.go)
 	wg     sync.WaitGroup
 	conns  map[net.Conn]struct{}
 }
@@ -173,6 +177,9 @@ func (f *fakeServer) lockLogic(cmd, key, arg string) string {
 		delete(f.held, lk)
 		return "ok"
 	}
+	if reply, ok := f.prim.line(cmd, key, arg); ok {
+		return reply
+	}
 	f.rejected.Add(1)
 	return "error"
 }
@@ -215,6 +222,11 @@ func (f *fakeServer) redisRequest(br *bufio.Reader) (string, error) {
 		return "", err
 	}
 	f.requests.Add(1)
+	if f.respReply != nil {
+		if r := f.respReply(args); r != "" {
+			return r, nil
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
@@ -240,6 +252,9 @@ func (f *fakeServer) redisRequest(br *bufio.Reader) (string, error) {
 		}
 		delete(f.held, args[3])
 		return ":1\r\n", nil
+	}
+	if reply, ok := f.prim.resp(args); ok {
+		return reply, nil
 	}
 	f.rejected.Add(1)
 	return "-ERR unknown command\r\n", nil

@@ -48,11 +48,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Proto == ProtoRedis {
+	if cfg.Proto == ProtoRedis || cfg.Workload.Primitive() {
 		// Redis has no release on disconnect: the locks a run holds when it
 		// stops stay until their PX expires, so every Redis run needs keys
-		// of its own. (dflockd servers release on disconnect and cap the
-		// number of keys, so there runs reuse their keys.)
+		// of its own. Counters, KV entries and lists outlive a run on any
+		// server (a run cut between rpush and lpop leaves an item), and their
+		// replies are checked against values that assume fresh keys.
+		// (dflockd servers release locks on disconnect and cap the number
+		// of lock keys, so lock runs there reuse their keys.)
 		cfg.KeyPrefix += "." + strconv.FormatUint(seed>>32, 36)
 	}
 	sc := newScript(cfg)
@@ -199,6 +202,14 @@ func newWorker(cfg Config, id int, nc net.Conn, sc script, seed uint64, abort *a
 		binary.BigEndian.PutUint64(v2[:], splitmix64(s.rng))
 		s.value = hex.AppendEncode(hex.AppendEncode(nil, v[:]), v2[:])
 		s.rng |= 1 // xorshift must not start at 0
+		if cfg.Workload.Primitive() {
+			s.keys = make([][]byte, cfg.KeysPerSlot)
+			for k := range s.keys {
+				s.keys[k] = []byte(string(s.ownKey) + ".k" + strconv.Itoa(k))
+			}
+			s.counts = make([]int64, cfg.KeysPerSlot)
+			s.kidx = len(s.keys) - 1 // begin advances first: the first cycle uses key 0
+		}
 	}
 	return w
 }

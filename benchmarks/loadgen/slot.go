@@ -18,6 +18,13 @@ const (
 	stageRelease
 )
 
+// The primitive workloads' cycles are a write (incr, kset, rpush) and, for
+// kv and list, its read-back (kget, lpop).
+const (
+	stageWrite = stageAcquire
+	stageRead  = stageRelease
+)
+
 // outcome is what a reply did to its slot's cycle.
 type outcome uint8
 
@@ -37,18 +44,26 @@ const tokenLen = 32
 type slot struct {
 	op      opKind
 	stage   stage
-	tryOnly bool   // the pending acquire has timeout 0: a miss is valid
-	timeout int64  // timeout (s) of the pending acquire, for error messages
-	fresh   bool   // the appended request starts a cycle: opStart is set at flush
-	key     []byte // key of the current cycle (shared or ownKey)
-	ownKey  []byte // key no other slot uses
-	value   []byte // Redis: this slot's lock value (tokenLen hex digits)
-	token   [tokenLen]byte
-	sentAt  int64 // run clock when the pending request was written
-	opStart int64 // run clock when the cycle's first request was written
+	tryOnly bool           // the pending acquire has timeout 0: a miss is valid
+	timeout int64          // timeout (s) of the pending acquire, for error messages
+	fresh   bool           // the appended request starts a cycle: opStart is set at flush
+	key     []byte         // key of the current cycle (shared or ownKey)
+	ownKey  []byte         // key no other slot uses
+	value   []byte         // Redis: this slot's lock value (tokenLen hex digits); primitives: its random half
+	token   [tokenLen]byte // the granted token; primitives: the current cycle's value
+	sentAt  int64          // run clock when the pending request was written
+	opStart int64          // run clock when the cycle's first request was written
 	rng     uint64
 	conn    int // for error messages
 	idx     int
+
+	// Primitive workloads: the slot's own keys, the one in use, and what
+	// each counter answered last (keys are fresh per run, so counters start
+	// at 0).
+	keys   [][]byte
+	kidx   int
+	counts []int64
+	cycle  uint64 // cycles begun; part of every kv and list value
 }
 
 // next returns the slot's next pseudo-random number (xorshift64*): cheap,
@@ -84,6 +99,9 @@ type script interface {
 }
 
 func newScript(c Config) script {
+	if c.Workload.Primitive() {
+		return newPrimScript(c)
+	}
 	if c.Proto == ProtoRedis {
 		return newRedisScript(c)
 	}

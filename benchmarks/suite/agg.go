@@ -5,7 +5,9 @@ import (
 )
 
 // Record is one measured run, as kept in the raw JSON results. Durations
-// are nanoseconds; CPUPerPairNs is 0 when the server was not measured.
+// are nanoseconds; the CPU figures are 0 when the server was not measured.
+// A "pair" is one cycle of the workload: acquire+release for locks, one
+// incr, a write and its read-back for kv and list.
 type Record struct {
 	Target       string  `json:"target"`
 	Workload     string  `json:"workload"`
@@ -19,6 +21,7 @@ type Record struct {
 	P999Ns       int64   `json:"p999_ns"`
 	MaxNs        int64   `json:"max_ns"`
 	CPUPerPairNs float64 `json:"server_cpu_per_pair_ns,omitempty"`
+	CPUPerReqNs  float64 `json:"server_cpu_per_request_ns,omitempty"`
 	Cores        float64 `json:"server_cores,omitempty"`
 	RSSBytes     int64   `json:"server_rss_bytes,omitempty"`
 }
@@ -59,13 +62,15 @@ type CellKey struct {
 type Cell struct {
 	CellKey
 	Pairs      Stat // pairs/s
+	Ops        Stat // requests/s
 	P99        Stat // ns
 	CPUPerPair Stat // ns; N = 0 when not measured
+	CPUPerReq  Stat // ns; N = 0 when not measured
 }
 
 // Cells groups records by configuration and aggregates each group.
 func Cells(recs []Record) map[CellKey]Cell {
-	type acc struct{ pairs, p99, cpu []float64 }
+	type acc struct{ pairs, ops, p99, cpu, cpuReq []float64 }
 	groups := map[CellKey]*acc{}
 	for _, r := range recs {
 		k := CellKey{r.Target, r.Workload, r.Conns, r.Depth}
@@ -75,14 +80,19 @@ func Cells(recs []Record) map[CellKey]Cell {
 			groups[k] = a
 		}
 		a.pairs = append(a.pairs, r.PairsPerS)
+		a.ops = append(a.ops, r.ReqPerS)
 		a.p99 = append(a.p99, float64(r.P99Ns))
 		if r.CPUPerPairNs > 0 {
 			a.cpu = append(a.cpu, r.CPUPerPairNs)
 		}
+		if r.CPUPerReqNs > 0 {
+			a.cpuReq = append(a.cpuReq, r.CPUPerReqNs)
+		}
 	}
 	out := make(map[CellKey]Cell, len(groups))
 	for k, a := range groups {
-		out[k] = Cell{CellKey: k, Pairs: Aggregate(a.pairs), P99: Aggregate(a.p99), CPUPerPair: Aggregate(a.cpu)}
+		out[k] = Cell{CellKey: k, Pairs: Aggregate(a.pairs), Ops: Aggregate(a.ops), P99: Aggregate(a.p99),
+			CPUPerPair: Aggregate(a.cpu), CPUPerReq: Aggregate(a.cpuReq)}
 	}
 	return out
 }

@@ -14,6 +14,21 @@ const (
 	EndMarker   = "<!-- suite:end -->"
 )
 
+// Section is one generated part of PERF.md: the text between two marker
+// lines. Each is rewritten only by a run that measured its content, so a
+// run of some workloads leaves the other sections' figures alone.
+type Section struct{ Begin, End string }
+
+// Generated sections.
+var (
+	// CoreSection: locks (lock, hot workloads) and memory.
+	CoreSection = Section{BeginMarker, EndMarker}
+	// PrimitivesSection: counters, KV and lists, against Redis.
+	PrimitivesSection = Section{"<!-- suite:primitives:begin -->", "<!-- suite:primitives:end -->"}
+	// FanoutSection: pub/sub fan-out.
+	FanoutSection = Section{"<!-- suite:fanout:begin -->", "<!-- suite:fanout:end -->"}
+)
+
 // ErrMarkers reports a PERF.md whose markers are not one begin line
 // followed by one end line.
 var ErrMarkers = errors.New("suite: PERF.md markers")
@@ -45,24 +60,27 @@ func findLine(doc []byte, line string) (starts, ends []int) {
 // appended at its end (after a newline if doc lacks a final one). A lone
 // marker, repeated markers or an end before the begin is an error: the
 // file was edited by hand and guessing could destroy someone's text.
-func ReplaceSection(doc, body []byte) ([]byte, error) {
-	bs, be := findLine(doc, BeginMarker)
-	es, _ := findLine(doc, EndMarker)
+func ReplaceSection(doc, body []byte) ([]byte, error) { return CoreSection.Replace(doc, body) }
+
+// Replace is ReplaceSection for the section's own markers.
+func (sec Section) Replace(doc, body []byte) ([]byte, error) {
+	bs, be := findLine(doc, sec.Begin)
+	es, _ := findLine(doc, sec.End)
 	if len(bs) == 0 && len(es) == 0 {
 		out := append([]byte(nil), doc...)
 		if len(out) > 0 && out[len(out)-1] != '\n' {
 			out = append(out, '\n')
 		}
-		out = append(out, BeginMarker+"\n"...)
+		out = append(out, sec.Begin+"\n"...)
 		out = appendBody(out, body)
-		return append(out, EndMarker+"\n"...), nil
+		return append(out, sec.End+"\n"...), nil
 	}
 	if len(bs) != 1 || len(es) != 1 || es[0] < be[0] {
 		return nil, fmt.Errorf("%w: want exactly one %q line followed by one %q line, found %d and %d",
-			ErrMarkers, BeginMarker, EndMarker, len(bs), len(es))
+			ErrMarkers, sec.Begin, sec.End, len(bs), len(es))
 	}
 	if be[0] > len(doc) || doc[be[0]-1] != '\n' {
-		return nil, fmt.Errorf("%w: %q is the last line without a newline", ErrMarkers, BeginMarker)
+		return nil, fmt.Errorf("%w: %q is the last line without a newline", ErrMarkers, sec.Begin)
 	}
 	out := append([]byte(nil), doc[:be[0]]...)
 	out = appendBody(out, body)
@@ -79,12 +97,15 @@ func appendBody(out, body []byte) []byte {
 
 // WriteSection rewrites the generated section of the file at path
 // (creating the file if missing) through a temporary file and a rename.
-func WriteSection(path string, body []byte) error {
+func WriteSection(path string, body []byte) error { return CoreSection.Write(path, body) }
+
+// Write is WriteSection for the section's own markers.
+func (sec Section) Write(path string, body []byte) error {
 	doc, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	out, err := ReplaceSection(doc, body)
+	out, err := sec.Replace(doc, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

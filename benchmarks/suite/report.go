@@ -6,6 +6,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/dflockd-ng/dflockd/benchmarks/fanout"
+	"github.com/dflockd-ng/dflockd/benchmarks/loadgen"
 )
 
 // KV is one line of the environment block.
@@ -26,6 +29,7 @@ type Report struct {
 	Targets []string // column order; Subject first
 	Records []Record
 	Memory  []MemResult
+	Fanout  []fanout.Result // one per repetition
 	Notes   []string
 	Charts  []ChartRef
 	RawPath string
@@ -135,6 +139,26 @@ func fmtBytes(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
+// unit is what a workload's tables count.
+type unit struct {
+	name    string // column header: "pairs/s" or "ops/s"
+	explain string // the sentence above the table
+	cpuPer  string // "pair" or "request"
+	rate    func(Cell) Stat
+	cpu     func(Cell) Stat
+}
+
+// unitOf returns the lock workloads' pairs, or the primitives' requests:
+// ops/s compare directly with Redis's, whose cycles are the same requests.
+func unitOf(workload string) unit {
+	if loadgen.Workload(workload).Primitive() {
+		return unit{"ops/s", "Ops/s = requests answered per second (kv: kset+kget, list: rpush+lpop, incr: one incr per cycle)", "request",
+			func(c Cell) Stat { return c.Ops }, func(c Cell) Stat { return c.CPUPerReq }}
+	}
+	return unit{"pairs/s", "Pairs/s = acquire+release cycles per second", "pair",
+		func(c Cell) Stat { return c.Pairs }, func(c Cell) Stat { return c.CPUPerPair }}
+}
+
 // Markdown renders the report as the body of the generated section.
 func (r *Report) Markdown() []byte {
 	var b bytes.Buffer
@@ -156,11 +180,12 @@ func (r *Report) Markdown() []byte {
 	for _, g := range Groups(r.Records) {
 		targets := targetsIn(r.Records, g, r.Targets)
 		conns := connsOf(r.Records, g)
+		u := unitOf(g.Workload)
 		p("### %s, pipeline depth %d\n\n", g.Workload, g.Depth)
-		p("Pairs/s = acquire+release cycles per second, median (min–max) over repetitions; p99 = per-request latency, median of the repetitions' p99.\n\n")
+		p("%s, median (min–max) over repetitions; p99 = per-request latency, median of the repetitions' p99.\n\n", u.explain)
 		p("| conns |")
 		for _, t := range targets {
-			p(" %s pairs/s | %s p99 |", t, t)
+			p(" %s %s | %s p99 |", t, u.name, t)
 		}
 		var others []string
 		for _, t := range targets {
@@ -192,33 +217,33 @@ func (r *Report) Markdown() []byte {
 					p(" – | – |")
 					continue
 				}
-				p(" %s | %s |", fmtStat(cell.Pairs, FmtRate), FmtNs(cell.P99.Median))
+				p(" %s | %s |", fmtStat(u.rate(cell), FmtRate), FmtNs(cell.P99.Median))
 			}
 			if hasSubject {
 				sub, sok := cells[CellKey{r.Subject, g.Workload, c, g.Depth}]
 				for _, t := range others {
 					o, ok := cells[CellKey{t, g.Workload, c, g.Depth}]
-					if !sok || !ok || o.Pairs.Median <= 0 {
+					if !sok || !ok || u.rate(o).Median <= 0 {
 						p(" – |")
 						continue
 					}
-					p(" %.2f× |", sub.Pairs.Median/o.Pairs.Median)
+					p(" %.2f× |", u.rate(sub).Median/u.rate(o).Median)
 				}
 			}
 			p("\n")
 		}
-		// Server CPU per pair, where measured.
+		// Server CPU per pair (or request), where measured.
 		var measured []string
 		for _, t := range targets {
 			for _, c := range conns {
-				if cells[CellKey{t, g.Workload, c, g.Depth}].CPUPerPair.N > 0 {
+				if u.cpu(cells[CellKey{t, g.Workload, c, g.Depth}]).N > 0 {
 					measured = append(measured, t)
 					break
 				}
 			}
 		}
 		if len(measured) > 0 {
-			p("\nServer CPU per pair (µs, median; 10 ms /proc resolution over the window):\n\n| conns |")
+			p("\nServer CPU per %s (µs, median; 10 ms /proc resolution over the window):\n\n| conns |", u.cpuPer)
 			for _, t := range measured {
 				p(" %s |", t)
 			}
@@ -230,12 +255,12 @@ func (r *Report) Markdown() []byte {
 			for _, c := range conns {
 				p("| %d |", c)
 				for _, t := range measured {
-					cell := cells[CellKey{t, g.Workload, c, g.Depth}]
-					if cell.CPUPerPair.N == 0 {
+					cpu := u.cpu(cells[CellKey{t, g.Workload, c, g.Depth}])
+					if cpu.N == 0 {
 						p(" – |")
 						continue
 					}
-					p(" %.2f |", cell.CPUPerPair.Median/1e3)
+					p(" %.2f |", cpu.Median/1e3)
 				}
 				p("\n")
 			}
@@ -250,6 +275,9 @@ func (r *Report) Markdown() []byte {
 				fmtBytes(float64(m.Before)), fmtBytes(float64(m.After)), m.PerItem)
 		}
 		p("\n")
+	}
+	if len(r.Fanout) > 0 {
+		r.fanoutMarkdown(&b)
 	}
 	if len(r.Charts) > 0 {
 		p("### Charts\n\n")
@@ -267,8 +295,9 @@ func (r *Report) Markdown() []byte {
 // target in order.
 func ChartsFor(recs []Record, g Group, order []string) (thr, lat *Chart) {
 	cells := Cells(recs)
+	u := unitOf(g.Workload)
 	thr = &Chart{Title: fmt.Sprintf("%s, depth %d: throughput", g.Workload, g.Depth),
-		XLabel: "connections (log scale)", YLabel: "pairs/s (median)", YFormat: SI}
+		XLabel: "connections (log scale)", YLabel: u.name + " (median)", YFormat: SI}
 	lat = &Chart{Title: fmt.Sprintf("%s, depth %d: p99 request latency", g.Workload, g.Depth),
 		XLabel: "connections (log scale)", YLabel: "p99 latency (log scale)", LogY: true, YFormat: Micros}
 	for _, t := range targetsIn(recs, g, order) {
@@ -279,7 +308,7 @@ func ChartsFor(recs []Record, g Group, order []string) (thr, lat *Chart) {
 			if !ok {
 				continue
 			}
-			ts.Points = append(ts.Points, Point{float64(c), cell.Pairs.Median})
+			ts.Points = append(ts.Points, Point{float64(c), u.rate(cell).Median})
 			ls.Points = append(ls.Points, Point{float64(c), cell.P99.Median})
 		}
 		thr.Series = append(thr.Series, ts)

@@ -2,7 +2,13 @@
 // one go and writes the generated section of PERF.md.
 //
 //	go run ./benchmarks/cmd/dflocksuite --quick   # ~2 minutes
-//	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~20 minutes
+//	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~23 minutes
+//	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
+//
+// --workloads picks what runs: the lock workloads (lock, hot) and the
+// memory scenarios fill PERF.md's core generated section; the redis-feats
+// primitives (incr, kv, list; ng and Redis only) and the pub/sub fan-out
+// (package fanout) one each. A run rewrites only what it measured.
 //
 // It builds ./cmd/dflockd into a temporary directory and starts it, the
 // gnet ceiling, the dflockd-like baseline, a throw-away redis-server and,
@@ -29,10 +35,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/benchmarks/fanout"
 	"github.com/dflockd-ng/dflockd/benchmarks/loadgen"
 	"github.com/dflockd-ng/dflockd/benchmarks/suite"
 )
@@ -65,6 +73,18 @@ type runner struct {
 	lockConns  []int
 	hotConns   []int
 	depths     []int
+	primConns  []int
+	primDepths []int
+	fanSubs    int
+	fanSignals int
+
+	// What runs (--workloads): the core workloads (lock, hot) and memory
+	// go to PERF.md's core section, the primitives (incr, kv, list) and
+	// the fan-out to one each, so a run of some leaves the others alone.
+	lock, hot bool
+	prims     []loadgen.Workload
+	fanout    bool
+
 	ngLoops    int
 	ngMaxLocks int
 	extra      namedAddrs
@@ -83,7 +103,8 @@ type runner struct {
 	procs    []*proc
 	cleanups []func()
 	targets  []*target
-	notes    []string
+	notes    []string // core section
+	primNote []string // primitives section
 }
 
 // target is one server under test.
@@ -94,20 +115,26 @@ type target struct {
 	release loadgen.RedisRelease
 	pid     int
 	hot     bool // can run the hot workload
+	prim    bool // runs the primitive workloads
 }
 
 func suiteMain(args []string, stderr io.Writer) int {
 	s := &runner{stderr: stderr}
 	fs := flag.NewFlagSet("dflocksuite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, one repetition, short windows")
+	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, incr/kv/list at 50 × 16, fan-out of 200 signals; one repetition, short windows")
+	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout (default all; --quick: all but hot)")
 	reps := fs.Int("reps", 0, "repetitions (default 3, --quick 1)")
 	warm := fs.Duration("warmup", 0, "warm-up per run (default 1s, --quick 500ms)")
 	dur := fs.Duration("duration", 0, "measured window per run (default 3s, --quick 2s)")
 	fs.DurationVar(&s.settle, "settle", 300*time.Millisecond, "pause between runs")
 	conns := fs.String("conns", "", "lock workload connections (default 1,10,50,200,500; --quick 10,50)")
-	hot := fs.String("hot-conns", "", "hot workload connections at depth 1 (default 10,50,200; --quick none); \"none\" skips")
+	hot := fs.String("hot-conns", "10,50,200", "hot workload connections at depth 1; \"none\" skips")
 	depths := fs.String("depth", "1,16", "pipeline depths of the lock workload")
+	primConns := fs.String("prim-conns", "", "incr, kv and list connections (default 10,50,200; --quick 50)")
+	primDepths := fs.String("prim-depth", "16", "pipeline depths of incr, kv and list")
+	fs.IntVar(&s.fanSubs, "fanout-subs", 1000, "fan-out: subscribers of every signal")
+	fs.IntVar(&s.fanSignals, "fanout-signals", 0, "fan-out: signals of the clean and of the after phase (default 500, --quick 200)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
 	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port` (loopback, repeatable)")
@@ -159,8 +186,26 @@ func suiteMain(args []string, stderr io.Writer) int {
 	if *conns == "" {
 		*conns = def("10,50", "1,10,50,200,500")
 	}
-	if *hot == "" {
-		*hot = def("none", "10,50,200")
+	if *workloads == "" {
+		*workloads = def("lock,incr,kv,list,fanout", "lock,hot,incr,kv,list,fanout")
+	}
+	if err := s.parseWorkloads(*workloads); err != nil {
+		return usageErr(stderr, err)
+	}
+	if *primConns == "" {
+		*primConns = def("50", "10,50,200")
+	}
+	if s.primConns, err = parseInts("prim-conns", *primConns); err != nil {
+		return usageErr(stderr, err)
+	}
+	if s.primDepths, err = parseInts("prim-depth", *primDepths); err != nil {
+		return usageErr(stderr, err)
+	}
+	if s.fanSignals == 0 {
+		s.fanSignals = map[bool]int{true: 200, false: 500}[s.quick]
+	}
+	if s.fanSubs < 2 || s.fanSubs > 20000 || s.fanSignals < 1 || s.fanSignals > 100000 {
+		return usageErr(stderr, errors.New("--fanout-subs must be 2..20000 and --fanout-signals 1..100000"))
 	}
 	if s.lockConns, err = parseInts("conns", *conns); err != nil {
 		return usageErr(stderr, err)
@@ -265,15 +310,46 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	// The throughput servers are done; fan-out and memory use fresh ones.
+	s.stopAll()
+	var fan []fanout.Result
+	if s.fanout {
+		if fan, err = s.fanoutPhase(ctx); err != nil {
+			return err
+		}
+	}
 	var mem []suite.MemResult
-	if !s.noMemory {
-		s.stopAll() // the throughput servers are done; memory uses fresh ones
+	if s.core() && !s.noMemory {
 		if mem, err = s.memory(ctx); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
-	return s.write(args, envKV, recs, mem)
+	return s.write(args, envKV, recs, mem, fan)
+}
+
+// core reports whether the run measures the core section's workloads.
+func (s *runner) core() bool { return s.lock || s.hot }
+
+// parseWorkloads reads --workloads.
+func (s *runner) parseWorkloads(list string) error {
+	for _, f := range strings.Split(list, ",") {
+		switch w := loadgen.Workload(strings.TrimSpace(f)); {
+		case w == loadgen.Lock:
+			s.lock = true
+		case w == loadgen.Hot:
+			s.hot = true
+		case w.Primitive():
+			if !slices.Contains(s.prims, w) {
+				s.prims = append(s.prims, w)
+			}
+		case w == "fanout":
+			s.fanout = true
+		default:
+			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout)", w)
+		}
+	}
+	return nil
 }
 
 // findRepo walks up from the working directory to the module root.
@@ -318,31 +394,27 @@ func (s *runner) startTargets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.targets = append(s.targets, &target{name: "ng", addr: ng.addr, kind: "line", pid: ng.pid, hot: true})
+	s.targets = append(s.targets, &target{name: "ng", addr: ng.addr, kind: "line", pid: ng.pid, hot: true, prim: true})
 	s.ngBin = bin
-
-	c, err := s.startRef(ctx, "ceiling")
-	if err != nil {
+	if !s.core() && len(s.prims) == 0 {
+		return nil // fan-out only: it starts its own server
+	}
+	if err := s.startCoreRefs(ctx); err != nil {
 		return err
 	}
-	s.targets = append(s.targets, &target{name: "ceiling", addr: c.addr, kind: "line", pid: c.pid, hot: true})
-	b, err := s.startRef(ctx, "baseline")
-	if err != nil {
-		return err
-	}
-	s.targets = append(s.targets, &target{name: "baseline", addr: b.addr, kind: "line", pid: b.pid, hot: true})
-
 	if !s.noRedis {
 		r, err := s.startRedis(ctx)
 		if err != nil {
 			return fmt.Errorf("redis: %w (--no-redis skips it)", err)
 		}
-		s.targets = append(s.targets,
-			&target{name: "redis", addr: r.addr, kind: "redis", release: loadgen.ReleaseCAS, pid: r.pid},
-			&target{name: "redis-del", addr: r.addr, kind: "redis", release: loadgen.ReleaseDel, pid: r.pid})
-		s.notes = append(s.notes, "`redis` = `SET key val NX PX ttl` + compare-and-delete script (`EVAL`), the safe release; `redis-del` = same acquire + plain `DEL`. Both against one redis-server (persistence off); every run uses keys of its own.")
+		s.targets = append(s.targets, &target{name: "redis", addr: r.addr, kind: "redis", release: loadgen.ReleaseCAS, pid: r.pid, prim: true})
+		if s.core() {
+			s.targets = append(s.targets, &target{name: "redis-del", addr: r.addr, kind: "redis", release: loadgen.ReleaseDel, pid: r.pid})
+			s.notes = append(s.notes, "`redis` = `SET key val NX PX ttl` + compare-and-delete script (`EVAL`), the safe release; `redis-del` = same acquire + plain `DEL`. Both against one redis-server (persistence off); every run uses keys of its own.")
+		}
+		s.primNote = append(s.primNote, fmt.Sprintf("`redis` = redis-server %s (persistence off), pinned like `ng`: `INCR key`; `SET key value` then `GET key`; `RPUSH key value` then `LPOP key`.", redisVersion()))
 	}
-	if !s.noEtcd {
+	if s.core() && !s.noEtcd {
 		t, err := s.startEtcd(ctx)
 		if err != nil {
 			s.notes = append(s.notes, "etcd: unavailable: "+err.Error())
@@ -359,6 +431,26 @@ func (s *runner) startTargets(ctx context.Context) error {
 	}
 	s.notes = append(s.notes,
 		fmt.Sprintf("`ng` = dflockd-ng built from this tree, `--loops %d --max-locks %d`; `ceiling` = gnet server with dflockd framing and fixed replies (%d loop), the upper bound; `baseline` = dflockd's architecture (goroutine per connection, one mutex).", s.ngLoops, s.ngMaxLocks, s.ngLoops))
+	s.primNote = append([]string{fmt.Sprintf("`ng` = dflockd-ng built from this tree, default (`v2`) profile, `--loops %d` (and, as for the locks, `--max-locks %d --read-timeout 600`): `incr key 1`; `kset key value` then `kget key _`; `rpush key value` then `lpop key _`.", s.ngLoops, s.ngMaxLocks)}, s.primNote...)
+	s.primNote = append(s.primNote, "Every slot (request in flight) cycles through 8 keys of its own, fresh for every run on both servers (conns × depth × 8 keys: 6,400 at 50 × 16); values are 32 bytes, new every cycle. Every reply is checked: incr/INCR the key's previous value + 1, kget/GET and lpop/LPOP the value just written, rpush/RPUSH length 1; a wrong one fails the suite.")
+	return nil
+}
+
+// startCoreRefs starts the servers only the lock workloads use.
+func (s *runner) startCoreRefs(ctx context.Context) error {
+	if !s.core() {
+		return nil
+	}
+	c, err := s.startRef(ctx, "ceiling")
+	if err != nil {
+		return err
+	}
+	s.targets = append(s.targets, &target{name: "ceiling", addr: c.addr, kind: "line", pid: c.pid, hot: true})
+	b, err := s.startRef(ctx, "baseline")
+	if err != nil {
+		return err
+	}
+	s.targets = append(s.targets, &target{name: "baseline", addr: b.addr, kind: "line", pid: b.pid, hot: true})
 	return nil
 }
 
@@ -399,6 +491,25 @@ func (s *runner) startRedis(ctx context.Context) (*proc, error) {
 	return s.startProc(ctx, "redis-server", bin, []string{"--bind", "127.0.0.1", "--port", port,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
 		"--maxclients", "20000", "--protected-mode", "no"}, addr, probeRedis)
+}
+
+// redisVersion is the installed redis-server's version ("v=7.0.15" in its
+// --version line), or "?".
+func redisVersion() string {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "?"
+	}
+	out, err := execOutput(bin, "--version")
+	if err != nil {
+		return "?"
+	}
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return "?"
 }
 
 // environment describes machine and build for the report.
@@ -451,48 +562,82 @@ func cpuCount() int {
 	return strings.Count(string(b), "\nprocessor") + map[bool]int{true: 1}[strings.HasPrefix(string(b), "processor")]
 }
 
-// write updates the raw results, charts and PERF.md.
-func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult) error {
+// write updates the raw results, charts and PERF.md: the core section
+// if this run measured locks or memory, the primitives section if it
+// measured incr, kv or list, the fan-out section if it ran the fan-out.
+func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result) error {
 	mode := "full"
 	if s.quick {
 		mode = "quick"
+	}
+	var core, prim []suite.Record
+	for _, r := range recs {
+		if loadgen.Workload(r.Workload).Primitive() {
+			prim = append(prim, r)
+		} else {
+			core = append(core, r)
+		}
+	}
+	type section struct {
+		sec  suite.Section
+		rep  *suite.Report
+		blob map[string]any
+	}
+	var secs []section
+	command := strings.TrimSpace("go run ./benchmarks/cmd/dflocksuite " + strings.Join(args, " "))
+	if len(core) > 0 || len(mem) > 0 {
+		secs = append(secs, section{suite.CoreSection,
+			&suite.Report{Title: "Comparative benchmark (generated)", Env: env, Command: command, Subject: "ng",
+				Records: core, Memory: mem, Notes: s.notes, RawPath: "suite-" + mode + ".json"},
+			map[string]any{"environment": env, "notes": s.notes, "runs": core, "memory": mem}})
+	}
+	if len(prim) > 0 {
+		secs = append(secs, section{suite.PrimitivesSection,
+			&suite.Report{Title: "Redis-feats primitives (generated)", Env: env, Command: command, Subject: "ng",
+				Records: prim, Notes: s.primNote, RawPath: "primitives-" + mode + ".json"},
+			map[string]any{"environment": env, "notes": s.primNote, "runs": prim}})
+	}
+	if len(fan) > 0 {
+		secs = append(secs, section{suite.FanoutSection,
+			&suite.Report{Title: "Pub/sub fan-out (generated)", Env: env, Command: command, Subject: "ng",
+				Fanout: fan, RawPath: "fanout-" + mode + ".json"},
+			map[string]any{"environment": env, "fanout": fan}})
 	}
 	var order []string
 	for _, t := range s.targets {
 		order = append(order, t.name)
 	}
-	rep := &suite.Report{
-		Title:   "Comparative benchmark (generated)",
-		Env:     env,
-		Command: strings.TrimSpace("go run ./benchmarks/cmd/dflocksuite " + strings.Join(args, " ")),
-		Subject: "ng", Targets: order, Records: recs, Memory: mem, Notes: s.notes,
-	}
 	perfDir := filepath.Dir(s.perfPath)
-	var files = map[string][]byte{}
-	for _, g := range suite.Groups(recs) {
-		thr, lat := suite.ChartsFor(recs, g, order)
-		for _, c := range []struct {
-			ch   *suite.Chart
-			kind string
-		}{{thr, "throughput"}, {lat, "p99"}} {
-			name := fmt.Sprintf("%s-%s-d%d-%s.svg", mode, g.Workload, g.Depth, c.kind)
-			p := filepath.Join(s.resultsDir, name)
-			files[p] = c.ch.SVG()
-			rel, _ := filepath.Rel(perfDir, p)
-			rep.Charts = append(rep.Charts, suite.ChartRef{Title: c.ch.Title, Path: filepath.ToSlash(rel)})
+	files := map[string][]byte{}
+	mds := make([][]byte, len(secs))
+	for i, sc := range secs {
+		rep := sc.rep
+		rep.Targets = order
+		for _, g := range suite.Groups(rep.Records) {
+			thr, lat := suite.ChartsFor(rep.Records, g, order)
+			for _, c := range []struct {
+				ch   *suite.Chart
+				kind string
+			}{{thr, "throughput"}, {lat, "p99"}} {
+				name := fmt.Sprintf("%s-%s-d%d-%s.svg", mode, g.Workload, g.Depth, c.kind)
+				p := filepath.Join(s.resultsDir, name)
+				files[p] = c.ch.SVG()
+				rel, _ := filepath.Rel(perfDir, p)
+				rep.Charts = append(rep.Charts, suite.ChartRef{Title: c.ch.Title, Path: filepath.ToSlash(rel)})
+			}
 		}
+		raw := filepath.Join(s.resultsDir, rep.RawPath)
+		rel, _ := filepath.Rel(perfDir, raw)
+		rep.RawPath = filepath.ToSlash(rel)
+		blob, err := json.MarshalIndent(sc.blob, "", "  ")
+		if err != nil {
+			return err
+		}
+		files[raw] = append(blob, '\n')
+		mds[i] = rep.Markdown()
+		fmt.Fprintf(s.stderr, "\n%s\n", mds[i])
 	}
-	raw := filepath.Join(s.resultsDir, "suite-"+mode+".json")
-	rel, _ := filepath.Rel(perfDir, raw)
-	rep.RawPath = filepath.ToSlash(rel)
-	blob, err := json.MarshalIndent(map[string]any{"environment": env, "notes": s.notes, "runs": recs, "memory": mem}, "", "  ")
-	if err != nil {
-		return err
-	}
-	files[raw] = append(blob, '\n')
-	md := rep.Markdown()
-	fmt.Fprintf(s.stderr, "\n%s\n", md)
-	if s.noWrite {
+	if s.noWrite || len(secs) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(s.resultsDir, 0o755); err != nil {
@@ -503,9 +648,11 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 			return err
 		}
 	}
-	if err := suite.WriteSection(s.perfPath, md); err != nil {
-		return err
+	for i, sc := range secs {
+		if err := sc.sec.Write(s.perfPath, mds[i]); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.stderr, "dflocksuite: wrote %s (section %s), %d charts and %s\n", s.perfPath, sc.sec.Begin, len(sc.rep.Charts), sc.rep.RawPath)
 	}
-	fmt.Fprintf(s.stderr, "dflocksuite: wrote %s (generated section), %d charts and %s\n", s.perfPath, len(rep.Charts), raw)
 	return nil
 }

@@ -47,7 +47,7 @@ func TestSuiteFailsLoudlyOnWrongReply(t *testing.T) {
 	addr := wrongServer(t, "ok not-a-lease\n")
 	var stderr bytes.Buffer
 	s := &runner{stderr: &stderr, reps: 1, warmup: 50 * time.Millisecond, duration: 200 * time.Millisecond,
-		lockConns: []int{2}, depths: []int{1},
+		lock: true, lockConns: []int{2}, depths: []int{1},
 		targets: []*target{{name: "fake", addr: addr, kind: "line"}}}
 	_, err := s.runMatrix(context.Background())
 	if err == nil {
@@ -66,16 +66,40 @@ func TestSuiteFailsLoudlyOnWrongReply(t *testing.T) {
 
 func TestJobsMatrix(t *testing.T) {
 	s := &runner{reps: 3, lockConns: []int{1, 10, 50, 200, 500}, depths: []int{1, 16}, hotConns: []int{10, 50, 200},
-		targets: []*target{{name: "ng", kind: "line", hot: true}, {name: "redis", kind: "redis"}, {name: "etcd", kind: "etcd"}}}
+		primConns: []int{10, 50}, primDepths: []int{16},
+		targets: []*target{{name: "ng", kind: "line", hot: true, prim: true}, {name: "redis", kind: "redis", prim: true},
+			{name: "redis-del", kind: "redis"}, {name: "etcd", kind: "etcd"}}}
+	if err := s.parseWorkloads("lock,hot,incr,kv,list,fanout"); err != nil {
+		t.Fatal(err)
+	}
 	jobs := s.jobs()
-	// per rep: lock 5×2×(ng, redis) + 5×1 (etcd, depth 1 only) + hot 3 (ng)
-	if want := 3 * (20 + 5 + 3); len(jobs) != want {
+	// per rep: lock 5×2×(ng, redis, redis-del) + 5×1 (etcd, depth 1 only)
+	// + hot 3 (ng) + 3 primitives × 2 conns × (ng, redis)
+	if want := 3 * (30 + 5 + 3 + 12); len(jobs) != want {
 		t.Fatalf("%d jobs, want %d", len(jobs), want)
 	}
 	for _, j := range jobs {
-		if j.t.kind == "etcd" && j.depth != 1 || j.workload == "hot" && !j.t.hot {
+		if j.t.kind == "etcd" && j.depth != 1 || j.workload == "hot" && !j.t.hot || j.workload.Primitive() && !j.t.prim {
 			t.Fatalf("impossible job %+v", j)
 		}
+	}
+	// Only the primitives: no lock or hot job, and the core section (and
+	// its servers, and memory) stays out of the run.
+	s.lock, s.hot, s.prims = false, false, nil
+	if err := s.parseWorkloads("incr,list"); err != nil {
+		t.Fatal(err)
+	}
+	jobs = s.jobs()
+	if want := 3 * 2 * 2 * 2; len(jobs) != want || s.core() {
+		t.Fatalf("%d jobs (core %v), want %d", len(jobs), s.core(), want)
+	}
+	for _, j := range jobs {
+		if j.workload != "incr" && j.workload != "list" {
+			t.Fatalf("job %+v", j)
+		}
+	}
+	if err := s.parseWorkloads("incr,nope"); err == nil {
+		t.Fatal("unknown workload accepted")
 	}
 }
 

@@ -30,6 +30,9 @@ func (s *runner) jobs() []job {
 	var out []job
 	for rep := 1; rep <= s.reps; rep++ {
 		for _, c := range s.lockConns {
+			if !s.lock {
+				break
+			}
 			for _, d := range s.depths {
 				for _, t := range s.targets {
 					if t.kind == "etcd" && d > 1 {
@@ -41,8 +44,19 @@ func (s *runner) jobs() []job {
 		}
 		for _, c := range s.hotConns {
 			for _, t := range s.targets {
-				if t.hot {
+				if s.hot && t.hot {
 					out = append(out, job{t, loadgen.Hot, c, 1, rep})
+				}
+			}
+		}
+		for _, w := range s.prims {
+			for _, c := range s.primConns {
+				for _, d := range s.primDepths {
+					for _, t := range s.targets {
+						if t.prim {
+							out = append(out, job{t, w, c, d, rep})
+						}
+					}
 				}
 			}
 		}
@@ -79,7 +93,11 @@ func (s *runner) runMatrix(ctx context.Context) ([]suite.Record, error) {
 			fmt.Fprintln(s.stderr, "FAIL")
 			return nil, fmt.Errorf("target %s, %s c=%d d=%d rep %d: %w", j.t.name, j.workload, j.conns, j.depth, j.rep, err)
 		}
-		fmt.Fprintf(s.stderr, "%s pairs/s, p99 %s\n", suite.FmtRate(rec.PairsPerS), suite.FmtNs(float64(rec.P99Ns)))
+		if j.workload.Primitive() {
+			fmt.Fprintf(s.stderr, "%s ops/s, p99 %s\n", suite.FmtRate(rec.ReqPerS), suite.FmtNs(float64(rec.P99Ns)))
+		} else {
+			fmt.Fprintf(s.stderr, "%s pairs/s, p99 %s\n", suite.FmtRate(rec.PairsPerS), suite.FmtNs(float64(rec.P99Ns)))
+		}
 		recs = append(recs, rec)
 	}
 	return recs, nil
@@ -145,7 +163,7 @@ func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
 		P50Ns: int64(res.Latency.P50), P99Ns: int64(res.Latency.P99), P999Ns: int64(res.Latency.P999), MaxNs: int64(res.Latency.Max),
 	}
 	if res.Pairs == 0 {
-		return rec, fmt.Errorf("no acquire+release pair completed in the window")
+		return rec, fmt.Errorf("no %s cycle completed in the window", j.workload)
 	}
 	if probe != nil {
 		u, ok, err := probe.usage()
@@ -154,6 +172,7 @@ func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
 		}
 		if ok {
 			rec.CPUPerPairNs = float64(u.PerOp(res.Pairs))
+			rec.CPUPerReqNs = float64(u.PerOp(res.Requests))
 			rec.Cores = u.Cores
 			rec.RSSBytes = u.RSS
 		}
