@@ -120,6 +120,15 @@ func slowConsumerScenario(t *testing.T, rf bool) {
 	slow.c.(*net.TCPConn).SetReadBuffer(4096)
 	slow.do("listen", ch, "", "ok")
 	fast.do("listen", ch, "", "ok")
+	// The slow subscriber also holds a lock someone waits for: its
+	// disconnect must release it like any other (nothing it held is lost).
+	lk, grant := key("slow-held"), "ok T 33"
+	if rf {
+		grant += " F"
+	}
+	slow.do("l", lk, "0", grant)
+	waiter := dial(t, ts)
+	waiter.send("l", lk, "60")
 	payload := strings.Repeat("p", 200)
 	// The slow subscriber never reads; the fast one reads everything.
 	// ~11 MB per subscriber: more than the kernel socket buffers take, so
@@ -159,10 +168,11 @@ func slowConsumerScenario(t *testing.T, rf bool) {
 		fast.line(time.Second) // drain the probe's push
 		return line == "ok 1"
 	})
-	// And the server closed it: only fast and sender remain. (Reading the
-	// slow socket dry to see the close would depend on TCP's zero-window
-	// probes, backed off by now to seconds.)
-	waitFor(t, func() bool { return ts.srv.Connections() == 2 })
+	// And the server closed it: only fast, sender and waiter remain.
+	// (Reading the slow socket dry to see the close would depend on TCP's
+	// zero-window probes, backed off by now to seconds.)
+	waitFor(t, func() bool { return ts.srv.Connections() == 3 })
+	waiter.expect(grant)
 }
 
 func TestSlowConsumerDisconnected(t *testing.T)   { slowConsumerScenario(t, false) }
