@@ -1,6 +1,8 @@
 // Package engine holds the semantics of every dflockd primitive: FIFO locks
 // and semaphores with leases, two-phase enqueue/wait, disconnect cleanup,
-// idle-key GC and the stats snapshot.
+// idle-key GC and the stats snapshot; and those of the redis-feats line,
+// one file each: read-write locks (in lock.go's mode), counter.go, kv.go,
+// list.go, pubsub.go over sublist.go, watch.go, barrier.go, election.go.
 //
 // State is split into shards chosen by xxhash of the key; each shard is a
 // mutex, the key maps, a timer wheel for its leases and timeouts, and free
