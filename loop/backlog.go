@@ -24,11 +24,15 @@ const (
 	pushBudget = 16 << 10
 )
 
-// backlogRecheck is how often a connection with unsent output refreshes
-// its backlog figure: gnet flushes on writability without telling us, so
-// without a look now and then a drained subscriber would keep looking
-// full to queue-group member choice.
-const backlogRecheck = 10 // ms
+// A connection with unsent output refreshes its backlog figure now and
+// then: gnet flushes on writability without telling us, so without a look
+// a drained subscriber would keep looking full to queue-group member
+// choice. The first look comes after recheckFirst; a peer that stays
+// stuck is looked at less and less often, up to recheckMax apart.
+const (
+	recheckFirst = 10   // ms
+	recheckMax   = 1000 // ms
+)
 
 // pushBacklog is what a signal on another goroutine may know about a
 // connection's unread output — bytes of pushes queued for it and not yet
@@ -36,11 +40,11 @@ const backlogRecheck = 10 // ms
 // (gnet's buffers may only be read on their loop) — plus the loop-confined
 // push batch.
 type pushBacklog struct {
-	queued     atomic.Int64
-	unsent     atomic.Int64
-	batch      []byte // pushes of the current inbox drain, one write
-	dirty      bool   // on the loop's list of batches to flush
-	rechecking bool   // a backlog recheck is armed
+	queued    atomic.Int64
+	unsent    atomic.Int64
+	batch     []byte // pushes of the current inbox drain, one write
+	dirty     bool   // on the loop's list of batches to flush
+	recheckMs int64  // the armed recheck's interval; 0 = none armed
 }
 
 // Backlogged implements engine.Notifier: is sess behind (see pushSkip)?
@@ -91,9 +95,9 @@ func (cs *conn) flushPushes() {
 	}
 	if !cs.closed && !cs.closing {
 		cs.write(b)
-		if cs.c.OutboundBuffered() > 0 && !cs.backlog.rechecking {
-			cs.backlog.rechecking = true
-			cs.lp.rt.arm(cs, cs.srv.clock.Now()+backlogRecheck)
+		if cs.c.OutboundBuffered() > 0 && cs.backlog.recheckMs == 0 {
+			cs.backlog.recheckMs = recheckFirst
+			cs.lp.rt.arm(cs, cs.srv.clock.Now()+recheckFirst)
 		}
 	}
 	// After the write has been noted in unsent: a reader may count these
@@ -117,13 +121,14 @@ func (cs *conn) noteUnsent() {
 // backlog figure and, while output is still unsent after a push, keeps a
 // recheck armed before next.
 func (cs *conn) recheckBacklog(now, next timerwheel.Tick) timerwheel.Tick {
-	if !cs.backlog.rechecking {
+	if cs.backlog.recheckMs == 0 {
 		return next
 	}
 	cs.noteUnsent()
 	if cs.c.OutboundBuffered() == 0 {
-		cs.backlog.rechecking = false
+		cs.backlog.recheckMs = 0
 		return next
 	}
-	return min(next, now+backlogRecheck)
+	cs.backlog.recheckMs = min(2*cs.backlog.recheckMs, recheckMax)
+	return min(next, now+timerwheel.Tick(cs.backlog.recheckMs))
 }
