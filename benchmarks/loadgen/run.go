@@ -85,8 +85,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start, end := int64(cfg.Warmup), int64(cfg.Warmup+cfg.Duration)
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
-	for i, w := range workers {
+	for _, w := range workers {
 		w.base, w.start, w.end = base, start, end
+		// One absolute deadline bounds every read and write, so a
+		// connection blocked on a queued acquire stops at the end of the
+		// window too. It is set here, before any worker runs, so that a
+		// stopAll (cancel, another worker's error) always comes after it.
+		if err := w.nc.SetDeadline(base.Add(time.Duration(end))); err != nil {
+			return nil, w.connError(err)
+		}
+	}
+	for i, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -48,12 +48,8 @@ func (w *worker) now() int64 { return int64(time.Since(w.base)) }
 // run drives the connection until the end of the window, an abort or an
 // error. A nil return means the window ended (or the run was aborted by
 // another connection's error).
+// The caller has set the connection's deadline (see Run).
 func (w *worker) run() error {
-	// One absolute deadline bounds every read and write, so a connection
-	// blocked on a queued acquire stops at the end of the window too.
-	if err := w.nc.SetDeadline(w.base.Add(time.Duration(w.end))); err != nil {
-		return w.connError(err)
-	}
 	for i := range w.slots {
 		w.wbuf = w.sc.begin(&w.slots[i], w.wbuf)
 		w.queue(i)
