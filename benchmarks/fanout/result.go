@@ -38,7 +38,8 @@ type Result struct {
 	SlowCounted int `json:"slow_counted"`
 	// SlowCapacity is what a throw-away never-reading subscriber was sent
 	// (push bytes) before the server disconnected it: kernel socket buffers
-	// plus the server's own backlog bound.
+	// plus what the server holds until its backlog bound or write timeout
+	// cuts the connection.
 	SlowCapacity int64 `json:"slow_capacity_bytes"`
 	// SlowFilled is what the slow subscriber was sent on its own channel
 	// before the slow phase.

@@ -26,8 +26,8 @@ const (
 )
 
 // calibrate measures what a never-reading subscriber absorbs before the
-// server disconnects it: kernel socket buffers plus the server's own
-// backlog bound.
+// server disconnects it: kernel socket buffers plus what the server holds
+// until its backlog bound or its write timeout cuts the connection.
 func (r *run) calibrate() (int64, error) {
 	c, w, err := r.joinSlow(false)
 	if err != nil {

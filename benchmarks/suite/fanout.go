@@ -63,7 +63,7 @@ func (r *Report) fanoutMarkdown(b *bytes.Buffer) {
 	kib := func(f func(fanout.Result) int64) string {
 		return fmt.Sprintf("%.1f KiB", med(func(x fanout.Result) float64 { return float64(f(x)) })/1024)
 	}
-	p("A throw-away never-reading subscriber was sent %s of pushes before the server disconnected it (its socket buffers plus the server's backlog bound); "+
+	p("A throw-away never-reading subscriber was sent %s of pushes before the server disconnected it (its socket buffers plus what the server holds before it cuts a slow consumer: 256 KiB unsent, or `--write-timeout`, 5 s by default, with output unsent, whichever comes first); "+
 		"the measured one was filled to %s on a channel of its own, then disconnected after %.0f signals (%s) of the slow phase, "+
 		"%.0f of whose replies still counted it; %s were still unread in its socket when the server closed it.\n\n",
 		kib(func(x fanout.Result) int64 { return x.SlowCapacity }),
