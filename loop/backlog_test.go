@@ -48,14 +48,7 @@ func TestQueueGroupFallsBackPastBackloggedMember(t *testing.T) {
 	// Batches of 50 in flight: a burst bigger than the bound could leave
 	// even a reading member behind for a moment, and then the group
 	// rightly has nobody to take a signal.
-	for i := 0; i < signals; i++ {
-		sender.send("signal", ch, payload)
-		if i%50 == 49 {
-			for j := 0; j < 50; j++ {
-				sender.expect("ok 1") // always delivered to one member
-			}
-		}
-	}
+	sender.signalBurst(ch, payload, signals, 50, "ok 1") // always one member
 	// The end marker goes to whichever member is next; send it until the
 	// fast one has it.
 	var toFast int
