@@ -50,7 +50,7 @@ func (e *Engine) bwait(s *Session, r *parse.Request) Result {
 	} else if b.count != int(r.N) {
 		return status(parse.StatusErrorBarrierCountMismatch)
 	}
-	b.lastActive = now
+	b.lastActive = now.Tick()
 	if b.parts.n+1 >= b.count {
 		sh.tripLocked(b, parse.StatusOK)
 		return status(parse.StatusOK)
@@ -68,7 +68,7 @@ func (e *Engine) bwait(s *Session, r *parse.Request) Result {
 	w.timer.Owner = w
 	b.parts.pushBack(w)
 	s.bar = w
-	sh.armLocked(&w.timer, now+timerwheel.Tick(r.Timeout*1000))
+	sh.armLocked(&w.timer, now.After(r.Timeout*1000))
 	return Result{Blocked: true}
 }
 

@@ -25,7 +25,7 @@ func (e *Engine) counterOp(r *parse.Request) Result {
 		if c == nil {
 			return Result{Status: parse.StatusOK, Kind: KindInt} // absent reads as 0, not created
 		}
-		c.lastActive = now
+		c.lastActive = now.Tick()
 		return Result{Status: parse.StatusOK, Kind: KindInt, Int: c.value}
 	}
 	var next int64
@@ -59,7 +59,7 @@ func (e *Engine) counterOp(r *parse.Request) Result {
 		c = &counter{}
 		sh.counters[string(r.Key)] = c
 	}
-	c.value, c.lastActive = next, now
+	c.value, c.lastActive = next, now.Tick()
 	e.watchEvent(r.Op.String(), string(r.Key))
 	if r.Op == parse.OpCSet {
 		return status(parse.StatusOK)

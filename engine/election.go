@@ -165,13 +165,13 @@ func (e *Engine) unobserve(s *Session, key []byte) Result {
 }
 
 // hasLeaderLocked reports whether the lock of name has a live holder.
-func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Tick) bool {
+func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 	r := sh.lookupLocked(nsLock, key)
 	if r == nil {
 		return false
 	}
 	for sl := r.holders.head; sl != nil; sl = sl.next {
-		if sl.timer.Deadline() > now {
+		if !now.Passed(sl.timer.Deadline()) {
 			return true
 		}
 	}

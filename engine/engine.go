@@ -176,7 +176,7 @@ func (e *Engine) Expire() {
 	for i := range e.shards {
 		for {
 			next, ok := e.shards[i].Expire(now)
-			if !ok || next > now {
+			if !ok || !now.Passed(next) {
 				break
 			}
 		}

@@ -59,12 +59,12 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 
 // ownHolderLocked returns the live slot s holds on the lock r, evicting an
 // expired lease first (then it reports nil, as holderLocked does).
-func (sh *shard) ownHolderLocked(r *resource, s *Session, now timerwheel.Tick) *slot {
+func (sh *shard) ownHolderLocked(r *resource, s *Session, now timerwheel.Instant) *slot {
 	for sl := r.holders.head; sl != nil; sl = sl.next {
 		if sl.sess != s {
 			continue
 		}
-		if sl.timer.Deadline() <= now {
+		if now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
 			return nil
 		}
@@ -125,7 +125,7 @@ func (e *Engine) RenewFence(s *Session, key []byte, fence uint64, leaseMs int64)
 		return false
 	}
 	sl.lease = leaseMs
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(leaseMs))
+	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.touchLocked(r, now)
 	return true
 }

@@ -17,8 +17,8 @@ type kvEntry struct {
 
 // expiredLocked reports whether a TTL'd entry is past its deadline (the
 // timer may not have fired yet: reads expire lazily too).
-func (kv *kvEntry) expired(now timerwheel.Tick) bool {
-	return kv.timer.Armed() && kv.timer.Deadline() <= now
+func (kv *kvEntry) expired(now timerwheel.Instant) bool {
+	return kv.timer.Armed() && now.Passed(kv.timer.Deadline())
 }
 
 // kvOp serves kset, kget, kdel and kcas.
@@ -37,7 +37,7 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 		if kv == nil {
 			return status(parse.StatusNil)
 		}
-		kv.lastActive = now
+		kv.lastActive = now.Tick()
 		return Result{Status: parse.StatusOK, Kind: KindValue, Value: kv.value}
 	case parse.OpKDel:
 		if kv != nil {
@@ -63,9 +63,9 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 		sh.kv[kv.key] = kv
 	}
 	kv.value = string(r.Value)
-	kv.lastActive = now
+	kv.lastActive = now.Tick()
 	if r.TTL > 0 {
-		sh.armLocked(&kv.timer, now+timerwheel.Tick(r.TTL*1000))
+		sh.armLocked(&kv.timer, now.After(r.TTL*1000))
 	} else {
 		sh.wheel.Cancel(&kv.timer)
 	}

@@ -101,7 +101,7 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 		} else {
 			v = l.popBack()
 		}
-		l.lastActive = now
+		l.lastActive = now.Tick()
 		sh.dropEmptyListLocked(l)
 		e.watchEvent(r.Op.String(), l.key)
 		return Result{Status: parse.StatusOK, Kind: KindValue, Value: v}
@@ -120,15 +120,15 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 	w := &popWaiter{sh: sh, l: l, sess: s, op: r.Op.String()}
 	w.timer.Owner = w
 	l.waiters.pushBack(w)
-	l.lastActive = now
+	l.lastActive = now.Tick()
 	s.pop = w
-	sh.armLocked(&w.timer, now+timerwheel.Tick(r.Timeout*1000))
+	sh.armLocked(&w.timer, now.After(r.Timeout*1000))
 	return Result{Blocked: true}
 }
 
 // pushLocked hands the value to the oldest parked popper, whichever end
 // either side names, or stores it (spec §B.7).
-func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Result {
+func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) Result {
 	e := sh.eng
 	if l != nil && l.waiters.n > 0 {
 		w := l.waiters.head
@@ -136,7 +136,7 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Resu
 		e.notify.Deliver(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
 		e.watchEvent(r.Op.String(), l.key)
 		e.watchEvent(w.op, l.key) // the popper's blpop/brpop succeeded too
-		l.lastActive = now
+		l.lastActive = now.Tick()
 		n := int64(l.len())
 		sh.dropEmptyListLocked(l)
 		if e.cfg.RF {
@@ -158,7 +158,7 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Tick) Resu
 	} else {
 		l.pushBack(string(r.Value))
 	}
-	l.lastActive = now
+	l.lastActive = now.Tick()
 	e.watchEvent(r.Op.String(), l.key)
 	return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
 }

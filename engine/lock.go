@@ -29,7 +29,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.blocked = true
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
+	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	return Result{Blocked: true}
 }
 
@@ -37,7 +37,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 // nobody queued (strict FIFO: no barging past waiters) it grants r to sess
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
-func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Tick) (sl *slot, res Result, ok bool) {
+func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, res Result, ok bool) {
 	if r.queue.n != 0 || !r.fits(m.writer) {
 		return nil, Result{}, false
 	}
@@ -56,7 +56,7 @@ func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int6
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
 // claim. Callers check --max-waiters first; they set the slot's timer and
 // flags.
-func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Tick) *slot {
+func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Instant) *slot {
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
 	sl.writer, sl.elect = m.writer, m.elect
@@ -71,7 +71,7 @@ func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, 
 // checks its limit. It evicts holders whose lease has run out even if the
 // driver has not fired yet, so the answer never depends on timer latency.
 // A nil resource comes with the error Result to return.
-func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Tick) (*resource, Result) {
+func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Instant) (*resource, Result) {
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
 		if r = sh.createLocked(ns, key, m, now); r == nil {
@@ -92,10 +92,10 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Ti
 }
 
 // evictExpiredLocked removes holders whose lease deadline has passed.
-func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Tick) {
+func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Instant) {
 	for sl := r.holders.head; sl != nil; {
 		next := sl.next
-		if sl.timer.Deadline() <= now {
+		if now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
 		}
 		sl = next
@@ -105,7 +105,7 @@ func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Tick) {
 // grantLocked makes sl a holder: fence, token, lease timer. On a fence
 // failure (persistence broken, spec §C.3) the slot is freed and the Result
 // is a plain error.
-func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
+func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 	f, err := sh.eng.cfg.Fences.Next()
 	if err != nil {
 		sh.freeSlotLocked(sl)
@@ -114,7 +114,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 	sl.token = fence.Token{Fence: f, Salt: sh.salt.Next()}
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
+	sh.armLocked(&sl.timer, now.After(sl.lease))
 	switch {
 	case sl.elect:
 		sh.electedLocked(sl)
@@ -130,7 +130,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Tick) Result {
 // granted as a batch and a writer at the head stops everything behind it.
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
-func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
+func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
 	for r.queue.n > 0 && r.fits(r.queue.head.writer) {
 		sl := r.queue.head
 		r.queue.remove(sl)
@@ -149,7 +149,7 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Tick) {
 }
 
 // releaseHolderLocked drops a holder and hands its capacity on.
-func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Tick) {
+func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Instant) {
 	r := sh.dropHolderLocked(sl, evRelease) // explicit or implicit (expiry, disconnect)
 	sh.handOffLocked(r, now)
 }
@@ -168,7 +168,7 @@ func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
 // profile an expired holder nobody waits behind stays on record, as it
 // does under dflockd's sweeper, so that its renew can still answer
 // error_lease_expired; the next acquire of the key or the GC evicts it.
-func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Tick) {
+func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 	if sh.eng.cfg.RF && sl.res.queue.n == 0 && !sl.twoPhase {
 		return
 	}
@@ -177,7 +177,7 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Tick) {
 
 // expireHolderLocked ends a lease. A two-phase grant nobody has observed
 // yet lapses instead of being freed, so its w can report the loss.
-func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Tick) {
+func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	if !sl.twoPhase {
 		sh.releaseHolderLocked(sl, now)
 		return
@@ -191,7 +191,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Tick) {
 }
 
 // timeoutWaiterLocked ends a wait whose timeout fired.
-func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Tick) {
+func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
 	if blocked {
@@ -202,7 +202,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Tick) {
 // dropWaiterLocked removes a waiter from its queue. Readers queued behind
 // a departing writer may fit now (spec §B.4), so the queue is
 // re-evaluated; for locks and semaphores that finds nothing to grant.
-func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Tick) {
+func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Instant) {
 	r := sl.res
 	r.queue.remove(sl)
 	sh.freeSlotLocked(sl)
@@ -212,7 +212,7 @@ func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Tick) {
 // holderLocked finds the live holder of token text tok on key. A holder
 // whose lease has run out is evicted and reported as expired instead: an
 // expired lease is never renewed or released (spec §B.1).
-func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Tick) (sl *slot, expired bool) {
+func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Instant) (sl *slot, expired bool) {
 	t, ok := fence.ParseToken(tok)
 	if !ok {
 		return nil, false
@@ -224,7 +224,7 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Tick
 	if sl = r.holders.findToken(t); sl == nil {
 		return nil, false
 	}
-	if sl.timer.Deadline() <= now {
+	if now.Passed(sl.timer.Deadline()) {
 		sh.expireHolderLocked(sl, now)
 		return nil, true
 	}
@@ -260,6 +260,6 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
 		return status(parse.StatusError)
 	}
 	sl.lease = leaseMs
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(leaseMs))
+	sh.armLocked(&sl.timer, now.After(leaseMs))
 	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: sl.token, Lease: leaseMs / 1000}
 }

@@ -75,12 +75,14 @@ type shard struct {
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs a Notify.
 	published timerwheel.Tick
-	free      *slot // singly linked through next
-	salt      SaltSource
-	_         [64]byte // keep neighbouring shards' mutexes off one cache line
+	// firingAt is the instant of the Expire call in progress.
+	firingAt timerwheel.Instant
+	free     *slot // singly linked through next
+	salt     SaltSource
+	_        [64]byte // keep neighbouring shards' mutexes off one cache line
 }
 
-func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
+func (s *shard) init(e *Engine, i int, now timerwheel.Instant) {
 	s.eng = e
 	s.index = i
 	for n := range s.res {
@@ -91,7 +93,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.lists = make(map[string]*list)
 	s.barriers = make(map[string]*barrier)
 	s.elections = make(map[string]*election)
-	s.wheel = timerwheel.New(now)
+	s.wheel = timerwheel.New(now.Tick())
 	s.published = math.MaxInt64
 	s.salt = e.cfg.NewSalt()
 }
@@ -105,25 +107,25 @@ func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
 }
 
 // createLocked adds a resource, or returns nil when --max-locks is reached.
-func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.Tick) *resource {
+func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.Instant) *resource {
 	e := s.eng
 	if e.keys.Add(1) > int64(e.cfg.MaxLocks) {
 		e.keys.Add(-1)
 		return nil
 	}
-	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now}
+	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now.Tick()}
 	s.res[ns][r.key] = r
 	return r
 }
 
 // touchLocked records activity on r, which postpones its GC.
-func (s *shard) touchLocked(r *resource, now timerwheel.Tick) { r.lastActive = now }
+func (s *shard) touchLocked(r *resource, now timerwheel.Instant) { r.lastActive = now.Tick() }
 
 // gcLocked prunes resources idle for at least maxIdle ms. It scans the
 // shard's maps, as dflockd does: a few hundred keys per shard every
 // --gc-interval cost less than keeping every key on an idle list.
-func (s *shard) gcLocked(now timerwheel.Tick, maxIdle int64) {
-	old := func(t timerwheel.Tick) bool { return now-t >= timerwheel.Tick(maxIdle) }
+func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
+	old := func(t timerwheel.Tick) bool { return now.Tick()-t >= timerwheel.Tick(maxIdle) }
 	for _, m := range s.res {
 		for k, r := range m {
 			if s.eng.cfg.RF && r.holders.n > 0 {
@@ -192,13 +194,14 @@ func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
 
 // Expire implements timerwheel.Target; the driver calls it when a deadline
 // this shard published has come.
-func (s *shard) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
+func (s *shard) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
 	s.lock()
 	defer s.unlock()
-	more := s.wheel.Advance(now, expireBudget, s.fireLocked)
+	s.firingAt = now
+	more := s.wheel.Advance(now.Tick(), expireBudget, s.fireLocked)
 	if more {
-		s.published = now
-		return now, true
+		s.published = now.Tick()
+		return now.Tick(), true
 	}
 	next, ok := s.wheel.NextDeadline()
 	if !ok {
@@ -212,7 +215,11 @@ func (s *shard) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
 // fireLocked handles a due timer: a waiter's timeout, a holder's lease or
 // a KV entry's TTL.
 func (s *shard) fireLocked(n *timerwheel.Node) {
-	now := s.wheel.Now()
+	// Not the wheel's time, which is the tick being fired and may lie
+	// behind the real time by up to a tick (or more, after a budget cut):
+	// what a fired timer starts, a lease handed to the next waiter, must
+	// run from the real instant.
+	now := s.firingAt
 	switch o := n.Owner.(type) {
 	case *slot:
 		switch o.state {

@@ -178,7 +178,7 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.lock()
-		e.collectLocked(sh, &c, e.clock.Now())
+		e.collectLocked(sh, &c, e.clock.Now().Tick())
 		sh.unlock()
 	}
 	doc := &statsDoc{
@@ -243,7 +243,7 @@ func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick
 		c.lists = append(c.lists, listStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
 	}
 	for k, kv := range sh.kv {
-		if kv.expired(now) {
+		if kv.expired(timerwheel.Of(now)) {
 			continue
 		}
 		st := kvStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}

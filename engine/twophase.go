@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/dflockd-ng/dflockd/parse"
-	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
 // enqueue serves e and se (two-phase acquire, phase 1). The enqueue state
@@ -13,7 +12,7 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseM
 	defer sh.unlock()
 	now := e.clock.Now()
 	if sl := sess.enqueued(ns, key); sl != nil {
-		if sl.state == slotHolding && sl.timer.Deadline() <= now {
+		if sl.state == slotHolding && now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
 		}
 		if sl.state != slotLapsed {
@@ -63,7 +62,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		sh.freeSlotLocked(sl)
 		return status(parse.StatusErrorLeaseExpired)
 	case slotHolding:
-		if sl.timer.Deadline() <= now {
+		if now.Passed(sl.timer.Deadline()) {
 			// Lease ran out before the driver fired: same answer as lapsed.
 			sh.expireHolderLocked(sl, now)
 			sh.freeSlotLocked(sl)
@@ -72,7 +71,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.twoPhase = false
 		e.watchEvent(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
-		sh.armLocked(&sl.timer, now+timerwheel.Tick(sl.lease))
+		sh.armLocked(&sl.timer, now.After(sl.lease))
 		sh.touchLocked(sl.res, now)
 		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
 	}
@@ -83,7 +82,7 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		return status(parse.StatusTimeout)
 	}
 	sl.blocked = true
-	sh.armLocked(&sl.timer, now+timerwheel.Tick(timeoutMs))
+	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	sh.touchLocked(sl.res, now)
 	return Result{Blocked: true}
 }

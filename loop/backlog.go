@@ -97,7 +97,7 @@ func (cs *conn) flushPushes() {
 		cs.write(b)
 		if cs.c.OutboundBuffered() > 0 && cs.backlog.recheckMs == 0 {
 			cs.backlog.recheckMs = recheckFirst
-			cs.lp.rt.arm(cs, cs.srv.clock.Now()+recheckFirst)
+			cs.lp.rt.arm(cs, cs.srv.clock.Now().After(recheckFirst))
 		}
 	}
 	// After the write has been noted in unsent: a reader may count these
@@ -120,7 +120,7 @@ func (cs *conn) noteUnsent() {
 // recheckBacklog runs with the connection's timer: it refreshes the
 // backlog figure and, while output is still unsent after a push, keeps a
 // recheck armed before next.
-func (cs *conn) recheckBacklog(now, next timerwheel.Tick) timerwheel.Tick {
+func (cs *conn) recheckBacklog(now timerwheel.Instant, next timerwheel.Tick) timerwheel.Tick {
 	if cs.backlog.recheckMs == 0 {
 		return next
 	}
@@ -130,5 +130,5 @@ func (cs *conn) recheckBacklog(now, next timerwheel.Tick) timerwheel.Tick {
 		return next
 	}
 	cs.backlog.recheckMs = min(2*cs.backlog.recheckMs, recheckMax)
-	return min(next, now+timerwheel.Tick(cs.backlog.recheckMs))
+	return min(next, now.After(cs.backlog.recheckMs))
 }

@@ -136,7 +136,7 @@ func (cs *conn) noteProgress(partial []byte, frames int) {
 		lines = parse.CompleteLines(partial)
 	}
 	if frames > 0 || lines != cs.partialLines {
-		cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
+		cs.deadline = cs.srv.clock.Now().After(cs.srv.rtMs)
 	}
 	cs.partialLines = lines
 }
@@ -237,7 +237,7 @@ func (cs *conn) authenticate(out []byte, req *parse.Request, err error) []byte {
 		return parse.AppendStatus(out, parse.StatusOK)
 	}
 	cs.closing = true
-	cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(authCooldown.Milliseconds())
+	cs.deadline = cs.srv.clock.Now().After(authCooldown.Milliseconds())
 	cs.lp.rt.arm(cs, cs.deadline)
 	return parse.AppendStatus(out, parse.StatusErrorAuth)
 }
@@ -281,7 +281,7 @@ func (cs *conn) deliver(r engine.Result) {
 	cs.write(out)
 	cs.lp.out = out[:0]
 	cs.blocked = false
-	cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
+	cs.deadline = cs.srv.clock.Now().After(cs.srv.rtMs)
 	if cs.c.InboundBuffered() > 0 {
 		// gnet calls OnTraffic again only for new bytes; Wake makes it
 		// parse the pipelined tail now.
@@ -295,7 +295,7 @@ func (cs *conn) write(b []byte) {
 	_, _ = cs.c.Write(b)
 	cs.noteUnsent()
 	if cs.writeDeadline == 0 && cs.srv.wtMs > 0 && cs.c.OutboundBuffered() > 0 {
-		cs.writeDeadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.wtMs)
+		cs.writeDeadline = cs.srv.clock.Now().After(cs.srv.wtMs)
 		cs.lp.rt.arm(cs, min(cs.writeDeadline, cs.deadline))
 	}
 }
@@ -311,7 +311,7 @@ func (cs *conn) checkDeadline() {
 		switch {
 		case cs.c.OutboundBuffered() == 0:
 			cs.writeDeadline = 0
-		case now >= cs.writeDeadline:
+		case now.Passed(cs.writeDeadline):
 			_ = cs.c.Close()
 			return
 		}
@@ -319,18 +319,18 @@ func (cs *conn) checkDeadline() {
 	next := cs.deadline
 	switch {
 	case cs.closing:
-		if now >= cs.deadline {
+		if now.Passed(cs.deadline) {
 			_ = cs.c.Close()
 			return
 		}
 	case cs.blocked:
 		// A parked request is not reading: the per-line deadline starts
 		// again when it returns.
-		next = now + timerwheel.Tick(cs.srv.rtMs)
+		next = now.After(cs.srv.rtMs)
 	case cs.gd != nil && !cs.gd.partial:
 		// An idle godistlock connection has no read deadline (godistlock.go).
-		next = now + timerwheel.Tick(cs.srv.rtMs)
-	case cs.deadline <= now:
+		next = now.After(cs.srv.rtMs)
+	case now.Passed(cs.deadline):
 		cs.write(cs.timeoutReply(cs.lp.out[:0]))
 		_ = cs.c.Close()
 		return

@@ -526,6 +526,29 @@ func TestFakeConnReadTimeout(t *testing.T) {
 	}
 }
 
+// A line that starts late in a millisecond still gets the whole read
+// timeout: a deadline taken from the truncated clock would end up to 1 ms
+// early and drop the connection (and its holds) before its time.
+func TestFakeConnReadTimeoutNotEarly(t *testing.T) {
+	fs := newFakeServer(t, Config{ReadTimeout: 3 * time.Second}, engine.Config{})
+	c := fs.open()
+	start := timerwheel.Of(1000) + timerwheel.Instant(time.Millisecond) - 1
+	fs.clock.SetInstant(start)
+	fs.traffic(c, "l\n")
+	fs.clock.SetInstant(start + timerwheel.Instant(3*time.Second) - 1)
+	fs.srv.timers.RunOnce(fs.clock.Now())
+	fs.pump()
+	if c.closed {
+		t.Fatalf("closed 1 ns before the read timeout ended")
+	}
+	fs.clock.SetInstant(timerwheel.Of(4002))
+	fs.srv.timers.RunOnce(fs.clock.Now())
+	fs.pump()
+	if got := string(c.out); got != "error\n" || !c.closed {
+		t.Fatalf("got %q closed=%v; want error and close", got, c.closed)
+	}
+}
+
 // A read whose replies exceed the per-read budget yields the loop with a
 // Wake and continues where it stopped: nothing lost, order kept.
 func TestFakeConnReplyBudgetResumes(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
-	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
 // This file serves the godistlock client protocol (parse/godistlock.go) on
@@ -158,7 +157,7 @@ func (cs *conn) gdTraffic() gnet.Action {
 // one follows a completed line) and stops it when no partial line is left.
 func (cs *conn) gdNoteProgress(partial, completed bool) {
 	if partial && (!cs.gd.partial || completed) {
-		cs.deadline = cs.srv.clock.Now() + timerwheel.Tick(cs.srv.rtMs)
+		cs.deadline = cs.srv.clock.Now().After(cs.srv.rtMs)
 	}
 	cs.gd.partial = partial
 }

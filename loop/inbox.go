@@ -56,7 +56,7 @@ type loopState struct {
 func newLoopState(s *Server, el gnet.EventLoop) *loopState {
 	lp := &loopState{srv: s, el: el, out: make([]byte, 0, 4096)}
 	lp.drain = gnet.RunnableFunc(lp.drainInbox)
-	lp.rt.init(lp, s.clock.Now())
+	lp.rt.init(lp, s.clock.Now().Tick())
 	return lp
 }
 

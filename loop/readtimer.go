@@ -51,9 +51,9 @@ func (t *readTimer) stop(cs *conn) {
 
 // Expire implements timerwheel.Target for the server's loop driver: due
 // connections are handed to the loop, which decides on its own goroutine.
-func (t *readTimer) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
+func (t *readTimer) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
 	t.mu.Lock()
-	t.wheel.Advance(now, 0, t.collect)
+	t.wheel.Advance(now.Tick(), 0, t.collect)
 	due := t.due
 	t.due = nil
 	next, ok := t.wheel.NextDeadline()

@@ -149,7 +149,7 @@ type lazyTarget struct {
 	i int
 }
 
-func (t lazyTarget) Expire(now timerwheel.Tick) (timerwheel.Tick, bool) {
+func (t lazyTarget) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
 	t.s.mu.Lock()
 	lp := t.s.loopList[t.i]
 	t.s.mu.Unlock()
@@ -207,7 +207,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.SetContext(cs)
 	now := s.clock.Now()
-	cs.deadline = now + timerwheel.Tick(s.rtMs)
+	cs.deadline = now.After(s.rtMs)
 	lp.rt.arm(cs, cs.deadline)
 	return nil, gnet.None
 }

@@ -54,7 +54,7 @@ func TestZeroAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		tick++
 		tts[1].arm(&dn, tick)
-		d.RunOnce(tick)
+		d.RunOnce(Of(tick))
 	}); n != 0 {
 		t.Errorf("Driver Notify+RunOnce: %v allocs/op, want 0", n)
 	}

@@ -21,12 +21,14 @@ const (
 // Target owns a wheel and the lock guarding it (a shard, or a loop's timer
 // set).
 type Target interface {
-	// Expire locks the target, advances its wheel to now (firing due
-	// timers), and returns the target's next deadline (ok=false if none).
-	// A next at or before now asks to be called again at once, e.g. when
-	// a firing budget ran out. Called only by the driver, one call at a
+	// Expire locks the target, advances its wheel to now.Tick() (firing
+	// due timers), and returns the target's next deadline (ok=false if
+	// none). now is the exact instant, for what the fired timers start
+	// (a lease granted on an expiry runs from now, rounded up). A next at
+	// or before now.Tick() asks to be called again at once, e.g. when a
+	// firing budget ran out. Called only by the driver, one call at a
 	// time.
-	Expire(now Tick) (next Tick, ok bool)
+	Expire(now Instant) (next Tick, ok bool)
 }
 
 // Driver is the single goroutine that advances many guarded wheels. It is
@@ -128,13 +130,13 @@ func (d *Driver) Notify(i int, deadline Tick) {
 // deadlines, and returns the earliest published deadline (ok=false if none).
 // The driver goroutine calls it on every wake; tests with a FakeClock call
 // it directly instead of Start to drive expiry deterministically.
-func (d *Driver) RunOnce(now Tick) (next Tick, ok bool) {
+func (d *Driver) RunOnce(now Instant) (next Tick, ok bool) {
 	d.runMu.Lock()
 	defer d.runMu.Unlock()
 	earliest := int64(never)
 	for i := range d.published {
 		p := &d.published[i].v
-		if p.Load() <= int64(now) {
+		if p.Load() <= int64(now.Tick()) {
 			p.Store(never)
 			if t, ok := d.targets[i].Expire(now); ok {
 				lower(p, int64(t))
@@ -211,7 +213,7 @@ func (d *Driver) run() {
 		}
 		now := d.clock.Now()
 		next, ok := d.RunOnce(now)
-		if ok && next <= now {
+		if ok && now.Passed(next) {
 			// A budget ran out, or a deadline passed during the
 			// scan: go again, having released every target's lock.
 			continue
@@ -232,9 +234,11 @@ func (d *Driver) run() {
 		}
 		var fired <-chan time.Time
 		if ok {
+			// Sleep to the start of the deadline's tick, not a whole
+			// number of ticks from now: the tick is reached no earlier.
 			wait := maxSleep
-			if ms := next - now; ms < Tick(maxSleep/time.Millisecond) {
-				wait = time.Duration(ms) * time.Millisecond
+			if ns := Of(next) - now; ns < Instant(maxSleep) {
+				wait = time.Duration(ns)
 			}
 			timer.Reset(wait)
 			fired = timer.C

@@ -30,7 +30,7 @@ func newTestDriver(clock Clock, n int) (*Driver, []*testTarget) {
 	tts := make([]*testTarget, n)
 	targets := make([]Target, n)
 	for i := range tts {
-		tts[i] = &testTarget{i: i, w: New(clock.Now()), published: never}
+		tts[i] = &testTarget{i: i, w: New(clock.Now().Tick()), published: never}
 		targets[i] = tts[i]
 	}
 	d := NewDriver(clock, targets)
@@ -56,7 +56,8 @@ func (tt *testTarget) cancel(n *Node) bool {
 	return tt.w.Cancel(n)
 }
 
-func (tt *testTarget) Expire(now Tick) (next Tick, ok bool) {
+func (tt *testTarget) Expire(at Instant) (next Tick, ok bool) {
+	now := at.Tick()
 	if h := tt.beforeLock; h != nil {
 		tt.beforeLock = nil
 		h()
@@ -117,13 +118,13 @@ func TestDriverRunOnce(t *testing.T) {
 	tts[1].arm(&b, 1050)
 	tts[1].arm(&c, 1070) // later than published: no Notify needed
 
-	if next, ok := d.RunOnce(1000); !ok || next != 1050 {
+	if next, ok := d.RunOnce(Of(1000)); !ok || next != 1050 {
 		t.Fatalf("RunOnce(1000) = %d %v, want 1050", next, ok)
 	}
 	if n := tts[0].expires.Load() + tts[1].expires.Load() + tts[2].expires.Load(); n != 0 {
 		t.Fatalf("%d Expire calls before anything is due", n)
 	}
-	if next, ok := d.RunOnce(1060); !ok || next != 1070 {
+	if next, ok := d.RunOnce(Of(1060)); !ok || next != 1070 {
 		t.Fatalf("RunOnce(1060) = %d %v, want 1070", next, ok)
 	}
 	if got := fired.take(); len(got) != 1 || got[0] != 1050 {
@@ -132,7 +133,7 @@ func TestDriverRunOnce(t *testing.T) {
 	if tts[0].expires.Load() != 0 || tts[2].expires.Load() != 0 {
 		t.Fatal("Expire called on a target with nothing due")
 	}
-	if next, ok := d.RunOnce(2000); ok {
+	if next, ok := d.RunOnce(Of(2000)); ok {
 		t.Fatalf("RunOnce(2000) = %d, want none left", next)
 	}
 	if got := fired.take(); len(got) != 2 {
@@ -162,10 +163,10 @@ func TestDriverNotifyAroundExpire(t *testing.T) {
 			}
 			// Wheels may answer with a lower bound (a slot start), so
 			// the check is "not later", which is what the driver needs.
-			if next, ok := d.RunOnce(100); !ok || next > 200 || next <= 100 {
+			if next, ok := d.RunOnce(Of(100)); !ok || next > 200 || next <= 100 {
 				t.Fatalf("RunOnce(100) = %d %v, want in (100, 200]", next, ok)
 			}
-			if next, ok := d.RunOnce(200); !ok || next > 500 || next <= 200 {
+			if next, ok := d.RunOnce(Of(200)); !ok || next > 500 || next <= 200 {
 				t.Fatalf("RunOnce(200) = %d %v, want in (200, 500]", next, ok)
 			}
 			if got := fired.take(); len(got) != 2 || got[1] != 200 {
@@ -186,7 +187,7 @@ func TestDriverBudget(t *testing.T) {
 	}
 	calls := 0
 	for {
-		next, ok := d.RunOnce(10)
+		next, ok := d.RunOnce(Of(10))
 		calls++
 		if !ok {
 			break
@@ -328,6 +329,12 @@ func TestDriverLifecycle(t *testing.T) {
 	d.Stop()
 }
 
+// armed is when a node of TestDriverRealClock started, and its span.
+type armed struct {
+	at Instant
+	ms int64
+}
+
 // TestDriverRealClock arms timers from several goroutines against the real
 // clock while one target keeps the driver sleeping an hour ahead: every timer
 // must fire (a lost wake-up would stall it for that hour), none early.
@@ -340,7 +347,7 @@ func TestDriverRealClock(t *testing.T) {
 	clock := NewMonoClock()
 	d, tts := newTestDriver(clock, targets+1)
 	var far Node
-	tts[targets].arm(&far, clock.Now()+3_600_000)
+	tts[targets].arm(&far, clock.Now().After(3_600_000))
 
 	var remaining atomic.Int64
 	remaining.Store(workers * perWork)
@@ -350,11 +357,14 @@ func TestDriverRealClock(t *testing.T) {
 			close(done)
 		}
 	}
+	// armedAt is each node's start, by Owner; a node must not fire before
+	// start + its span in real nanoseconds, not merely in ticks.
 	var early atomic.Int64
 	for _, tt := range tts[:targets] {
 		tt.budget = 16
 		tt.fire = func(n *Node, _ Tick) {
-			if clock.Now() < n.Deadline() {
+			a := n.Owner.(*armed)
+			if clock.Now() < a.at+Instant(a.ms)*Instant(time.Millisecond) {
 				early.Add(1)
 			}
 			settle()
@@ -370,9 +380,12 @@ func TestDriverRealClock(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			nodes := make([]Node, perWork)
+			starts := make([]armed, perWork)
 			for i := range nodes {
 				tt := tts[rng.IntN(targets)]
-				tt.arm(&nodes[i], clock.Now()+Tick(rng.IntN(30)))
+				starts[i] = armed{at: clock.Now(), ms: int64(rng.IntN(30))}
+				nodes[i].Owner = &starts[i]
+				tt.arm(&nodes[i], starts[i].at.After(starts[i].ms))
 				if rng.IntN(5) == 0 && tt.cancel(&nodes[i]) {
 					settle()
 				}
