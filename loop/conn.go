@@ -49,8 +49,17 @@ type conn struct {
 	// writeDeadline is set while replies sit unsent because the peer does
 	// not read: past it the connection is closed (--write-timeout, spec
 	// §D.3). Zero when the outbound buffer is empty or the limit is off.
+	// Any progress of the peer's reading restarts it, as dflockd's
+	// per-write deadline does: written counts every byte handed to the
+	// socket, flushedMark what had left by the deadline's start.
 	writeDeadline timerwheel.Tick
-	timer         timerwheel.Node
+	written       int64
+	flushedMark   int64
+	// paused: the output passed maxUnsent, so the connection is neither
+	// read nor served until it drains (backpressure.go).
+	paused       bool
+	pauseRecheck int64 // ms between drain checks while paused
+	timer        timerwheel.Node
 	// backlog tracks unread pushes for queue-group member choice (backlog.go).
 	backlog pushBacklog
 }
@@ -59,6 +68,9 @@ type conn struct {
 // buffer, writes all replies with one Write, and leaves a partial frame
 // (or everything behind a parked request) buffered.
 func (cs *conn) onTraffic() gnet.Action {
+	if cs.paused && !cs.resumeIfDrained() {
+		return cs.pausedTraffic()
+	}
 	if cs.gd != nil {
 		return cs.gdTraffic()
 	}
@@ -79,10 +91,15 @@ func (cs *conn) onTraffic() gnet.Action {
 	out := cs.lp.out[:0]
 	off, frames := 0, 0
 	action := gnet.None
-	more := false
+	more, over := false, false
+	unsent := c.OutboundBuffered()
 	for !cs.blocked && !cs.closing {
 		if len(out) >= replyBudget || cs.lp.pushBytes.Load() >= pushBudget {
 			more = true
+			break
+		}
+		if unsent+len(out) >= maxUnsent {
+			over = true // backpressure: serve no more until the peer reads
 			break
 		}
 		f, n, err := parse.Next(buf[off:])
@@ -120,6 +137,10 @@ func (cs *conn) onTraffic() gnet.Action {
 		// What arrived behind the parked request already fills
 		// dflockd's read buffer (spec §A.6).
 		return gnet.Close
+	}
+	if over && action == gnet.None {
+		cs.pause()
+		return gnet.None
 	}
 	if more && action == gnet.None {
 		// Let the loop serve other connections, then continue here.
@@ -293,10 +314,14 @@ func (cs *conn) deliver(r engine.Result) {
 // not take; when that happens the write deadline starts.
 func (cs *conn) write(b []byte) {
 	_, _ = cs.c.Write(b)
+	cs.written += int64(len(b))
 	cs.noteUnsent()
-	if cs.writeDeadline == 0 && cs.srv.wtMs > 0 && cs.c.OutboundBuffered() > 0 {
-		cs.writeDeadline = cs.srv.clock.Now().After(cs.srv.wtMs)
-		cs.lp.rt.arm(cs, min(cs.writeDeadline, cs.deadline))
+	if cs.writeDeadline == 0 && cs.srv.wtMs > 0 {
+		if unsent := cs.c.OutboundBuffered(); unsent > 0 {
+			cs.writeDeadline = cs.srv.clock.Now().After(cs.srv.wtMs)
+			cs.flushedMark = cs.written - int64(unsent)
+			cs.lp.rt.arm(cs, min(cs.writeDeadline, cs.deadline))
+		}
 	}
 }
 
@@ -308,16 +333,29 @@ func (cs *conn) checkDeadline() {
 	}
 	now := cs.srv.clock.Now()
 	if cs.writeDeadline != 0 {
-		switch {
-		case cs.c.OutboundBuffered() == 0:
+		unsent := int64(cs.c.OutboundBuffered())
+		switch flushed := cs.written - unsent; {
+		case unsent == 0:
 			cs.writeDeadline = 0
+		case flushed > cs.flushedMark:
+			// The peer reads, if slowly: a new deadline for the rest.
+			cs.writeDeadline = now.After(cs.srv.wtMs)
+			cs.flushedMark = flushed
 		case now.Passed(cs.writeDeadline):
 			_ = cs.c.Close()
 			return
 		}
 	}
+	if cs.paused && cs.resumeIfDrained() {
+		// Serve what waited in the input; OnTraffic re-arms the timer.
+		_ = cs.c.Wake(nil)
+	}
 	next := cs.deadline
 	switch {
+	case cs.paused:
+		// Like a parked request, a paused connection is not reading:
+		// the per-line deadline starts again when it resumes.
+		next = min(cs.deadlineWhilePaused(now), cs.nextPauseCheck(now))
 	case cs.closing:
 		if now.Passed(cs.deadline) {
 			_ = cs.c.Close()

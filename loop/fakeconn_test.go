@@ -42,6 +42,10 @@ type fakeConn struct {
 	// scribble over the old one, as gnet's read buffer is reused after
 	// OnTraffic returns: a peeked slice kept too long reads garbage.
 	poison bool
+	// stalled: the peer does not read; writes wait in unsent (gnet's
+	// outbound buffer) until the test calls drainOut.
+	stalled bool
+	unsent  []byte
 }
 
 func (c *fakeConn) Peek(n int) ([]byte, error) {
@@ -68,11 +72,28 @@ func (c *fakeConn) Discard(n int) (int, error) {
 }
 
 func (c *fakeConn) InboundBuffered() int  { return len(c.in) }
-func (c *fakeConn) OutboundBuffered() int { return 0 }
+func (c *fakeConn) OutboundBuffered() int { return len(c.unsent) }
+
+// Fd is no socket: pausing its reads fails, as it would where the loop
+// cannot find its poller.
+func (c *fakeConn) Fd() int { return -1 }
 
 func (c *fakeConn) Write(p []byte) (int, error) {
+	if c.stalled || len(c.unsent) > 0 {
+		c.unsent = append(c.unsent, p...)
+		return len(p), nil
+	}
 	c.out = append(c.out, p...)
 	return len(p), nil
+}
+
+// drainOut lets the peer read n bytes of what waits (n < 0: all of it).
+func (c *fakeConn) drainOut(n int) {
+	if n < 0 || n > len(c.unsent) {
+		n = len(c.unsent)
+	}
+	c.out = append(c.out, c.unsent[:n]...)
+	c.unsent = c.unsent[n:]
 }
 
 func (c *fakeConn) Context() any              { return c.ctx }

@@ -114,10 +114,15 @@ func (cs *conn) gdTraffic() gnet.Action {
 	out := cs.lp.out[:0]
 	off, lines := 0, 0
 	action := gnet.None
-	more := false
+	more, over := false, false
+	unsent := c.OutboundBuffered()
 	for action == gnet.None {
 		if len(out) >= replyBudget {
 			more = true
+			break
+		}
+		if unsent+len(out) >= maxUnsent {
+			over = true // backpressure.go
 			break
 		}
 		req, n, err := parse.NextGodistlock(buf[off:])
@@ -147,6 +152,10 @@ func (cs *conn) gdTraffic() gnet.Action {
 		cs.write(out)
 	}
 	cs.lp.out = out[:0]
+	if over && action == gnet.None {
+		cs.pause()
+		return gnet.None
+	}
 	if more && action == gnet.None {
 		_ = c.Wake(nil)
 	}

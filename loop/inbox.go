@@ -46,11 +46,12 @@ type loopState struct {
 	// figures stay true) instead of all at the end of the burst.
 	pushBytes atomic.Int64
 	// Loop-confined below.
-	spare []delivery // the other half of the inbox double buffer
-	out   []byte     // reply scratch reused across reads
-	dirty []*conn    // connections with pushes batched by this drain
-	drain gnet.Runnable
-	rt    readTimer
+	spare  []delivery // the other half of the inbox double buffer
+	out    []byte     // reply scratch reused across reads
+	dirty  []*conn    // connections with pushes batched by this drain
+	drain  gnet.Runnable
+	rt     readTimer
+	pauser readPauser // stops reading sockets whose output is over the bound
 }
 
 func newLoopState(s *Server, el gnet.EventLoop) *loopState {

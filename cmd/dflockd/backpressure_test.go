@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rssBound is the documented bound (README, loop/backpressure.go) on what
+// clients that send and never read may add to the server's resident
+// memory, tested here with four such clients: each connection holds at
+// most ~64 KiB of unsent replies, one 64 KiB read and one reply batch.
+const rssBound = 16 << 20
+
+// floodFor is how long the misbehaving clients write without reading.
+const floodFor = 10 * time.Second
+
+// noiseFloor: a p99 within this of idle passes even if over 2x, because a
+// loopback ping's idle p99 on a shared 2-vCPU machine is 40–130 µs and
+// moves by that much between two idle runs.
+const noiseFloor = 250 * time.Microsecond
+
+// flooder pipelines "incr <key> 1" and never reads, until stopped.
+type flooder struct {
+	c       net.Conn
+	key     string
+	written atomic.Int64 // bytes the socket accepted
+	done    chan error
+}
+
+func startFlooder(t *testing.T, addr, key string) *flooder {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f := &flooder{c: c, key: key, done: make(chan error, 1)}
+	chunk := []byte(strings.Repeat(f.frame(), 2048))
+	go func() {
+		for {
+			n, err := c.Write(chunk)
+			f.written.Add(int64(n))
+			if err != nil {
+				f.done <- err
+				return
+			}
+		}
+	}()
+	return f
+}
+
+func (f *flooder) frame() string { return "incr\n" + f.key + "\n1\n" }
+
+// stop ends the writing (a write deadline unblocks the writer) and returns
+// how many complete requests the server was sent.
+func (f *flooder) stop(t *testing.T) int {
+	t.Helper()
+	_ = f.c.SetWriteDeadline(time.Now())
+	<-f.done
+	return int(f.written.Load()) / len(f.frame())
+}
+
+// readCounting reads replies "ok 1", "ok 2", … until n arrived or the
+// connection ends, and fails on any reply out of order or wrong.
+func readCounting(t *testing.T, c net.Conn, n int) (got int, err error) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	rd := bufio.NewReaderSize(c, 1<<16)
+	for got < n {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			return got, err
+		}
+		if l != "ok "+strconv.Itoa(got+1)+"\n" {
+			t.Fatalf("reply %d is %q, want ok %d", got+1, l, got+1)
+		}
+		got++
+	}
+	return got, nil
+}
+
+// TestNeverReadingClientsBounded is issue #14's acceptance 2 for replies:
+// four clients write requests without reading for 10 s. The server's RSS
+// stays within rssBound of idle, a well-behaved client's ping p99 within
+// 2x of idle, and the flooders get every reply in order once they read
+// (--write-timeout 0) or are cut after the write timeout with what they
+// got in order (default 5 s, as dflockd's blocked write would end).
+func TestNeverReadingClientsBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RSS from /proc; pausing reads needs Linux")
+	}
+	if testing.Short() {
+		t.Skip("runs for 2 × 10 s")
+	}
+	for _, wt := range []string{"0", "5"} {
+		t.Run("write-timeout "+wt, func(t *testing.T) {
+			p := startProc(t, "--write-timeout", wt, "--read-timeout", "60")
+			probeConn, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer probeConn.Close()
+			prd := bufio.NewReader(probeConn)
+			idleP99 := probe(t, probeConn, prd)
+			idleRSS := p.rss(t)
+
+			var fs []*flooder
+			for i := range 4 {
+				fs = append(fs, startFlooder(t, p.addr, "flood"+strconv.Itoa(i)))
+			}
+			peak := idleRSS
+			var loadP99 time.Duration
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // sample RSS while the probe measures
+				defer wg.Done()
+				for end := time.Now().Add(floodFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+					peak = max(peak, p.rss(t))
+				}
+			}()
+			time.Sleep(floodFor / 2) // let the flooders fill every buffer first
+			loadP99 = probe(t, probeConn, prd)
+			wg.Wait()
+			sent := make([]int, len(fs))
+			for i, f := range fs {
+				sent[i] = f.stop(t)
+			}
+			t.Logf("RSS idle %.1f MiB, peak %.1f MiB (+%.1f MiB, bound %d MiB); ping p99 idle %v, under flood %v; requests sent %v",
+				float64(idleRSS)/(1<<20), float64(peak)/(1<<20), float64(peak-idleRSS)/(1<<20), rssBound>>20, idleP99, loadP99, sent)
+			if peak-idleRSS > rssBound {
+				t.Errorf("RSS grew by %d bytes, bound %d", peak-idleRSS, rssBound)
+			}
+			if loadP99 > 2*idleP99 && loadP99 > idleP99+noiseFloor {
+				t.Errorf("ping p99 %v under flood, idle %v: more than 2x", loadP99, idleP99)
+			}
+			for i, f := range fs {
+				got, err := readCounting(t, f.c, sent[i])
+				switch {
+				case wt == "0" && err != nil:
+					t.Errorf("flooder %d: %d of %d replies, then %v", i, got, sent[i], err)
+				case wt != "0" && !(errors.Is(err, io.EOF) || isReset(err)):
+					t.Errorf("flooder %d: not cut by the write timeout (%d of %d replies, %v)", i, got, sent[i], err)
+				}
+				t.Logf("flooder %d: %d of %d replies in order (%v)", i, got, sent[i], err)
+			}
+		})
+	}
+}
+
+// isReset reports a connection reset: a server that closes a socket with
+// unread input sends RST, and the peer may then lose what it had not read.
+func isReset(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se) && strings.Contains(se.Error(), "reset")
+}
+
+// TestFloodedSubscriberBounded is acceptance 2 for pushes: a subscriber
+// that never reads while a publisher keeps signalling for 10 s.
+// RSS stays within rssBound of idle and a well-behaved client's ping p99
+// within 2x; the subscriber is cut as a slow consumer (spec §B.9) once
+// pushCut bytes wait, or by the write timeout, whichever comes first, and
+// the pushes it got came in order.
+func TestFloodedSubscriberBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RSS from /proc")
+	}
+	if testing.Short() {
+		t.Skip("runs for 2 × 10 s")
+	}
+	for _, wt := range []string{"0", "5"} {
+		t.Run("write-timeout "+wt, func(t *testing.T) {
+			p := startProc(t, "--write-timeout", wt, "--read-timeout", "60")
+			probeConn, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer probeConn.Close()
+			prd := bufio.NewReader(probeConn)
+			idleP99 := probe(t, probeConn, prd)
+			idleRSS := p.rss(t)
+
+			sub, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			srd := bufio.NewReaderSize(sub, 1<<16)
+			if _, err := sub.Write([]byte("listen\nflood\n\n")); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := srd.ReadString('\n'); err != nil || l != "ok\n" {
+				t.Fatalf("listen: %q %v", l, err)
+			}
+			pub, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pub.Close()
+			var signals atomic.Int64
+			stop := make(chan struct{})
+			pubDone := make(chan error, 1)
+			go func() {
+				// 256 pipelined signals every 10 ms: ~2.8 MB/s of pushes,
+				// which fill any socket that is not read within seconds,
+				// while leaving the server mostly idle for the probe.
+				prd := bufio.NewReaderSize(pub, 1<<16)
+				var b strings.Builder
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				for seq := 1; ; {
+					select {
+					case <-stop:
+						pubDone <- nil
+						return
+					case <-tick.C:
+					}
+					b.Reset()
+					for range 256 {
+						b.WriteString("signal\nflood\n" + strconv.Itoa(seq) + " " + strings.Repeat("x", 100) + "\n")
+						seq++
+					}
+					if _, err := pub.Write([]byte(b.String())); err != nil {
+						pubDone <- err
+						return
+					}
+					for range 256 {
+						if l, err := prd.ReadString('\n'); err != nil || !strings.HasPrefix(l, "ok ") {
+							pubDone <- errors.New("signal reply " + l)
+							return
+						}
+					}
+					signals.Add(256)
+				}
+			}()
+			peak := idleRSS
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for end := time.Now().Add(floodFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+					peak = max(peak, p.rss(t))
+				}
+			}()
+			time.Sleep(floodFor / 2)
+			loadP99 := probe(t, probeConn, prd)
+			wg.Wait()
+			close(stop)
+			if err := <-pubDone; err != nil {
+				t.Fatalf("publisher: %v", err)
+			}
+			t.Logf("RSS idle %.1f MiB, peak %.1f MiB (+%.1f MiB, bound %d MiB); ping p99 idle %v, under flood %v; %d signals",
+				float64(idleRSS)/(1<<20), float64(peak)/(1<<20), float64(peak-idleRSS)/(1<<20), rssBound>>20, idleP99, loadP99, signals.Load())
+			if peak-idleRSS > rssBound {
+				t.Errorf("RSS grew by %d bytes, bound %d", peak-idleRSS, rssBound)
+			}
+			if loadP99 > 2*idleP99 && loadP99 > idleP99+noiseFloor {
+				t.Errorf("ping p99 %v under flood, idle %v: more than 2x", loadP99, idleP99)
+			}
+			// The subscriber now reads: pushes 1, 2, 3, … then the cut.
+			_ = sub.SetReadDeadline(time.Now().Add(30 * time.Second))
+			got := 0
+			for {
+				l, err := srd.ReadString('\n')
+				if err != nil {
+					if !errors.Is(err, io.EOF) && !isReset(err) {
+						t.Fatalf("after %d pushes: %v, want the slow-consumer cut", got, err)
+					}
+					break
+				}
+				want := "sig flood " + strconv.Itoa(got+1) + " "
+				if !strings.HasPrefix(l, want) {
+					t.Fatalf("push %d is %.40q, want %q…", got+1, l, want)
+				}
+				got++
+			}
+			t.Logf("the subscriber got %d pushes in order, then was cut", got)
+			if int64(got) >= signals.Load() {
+				t.Errorf("the subscriber got all %d pushes: never cut", got)
+			}
+		})
+	}
+}

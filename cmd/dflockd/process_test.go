@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tests of the built binary as a process: what only a separate process can
+// show, such as its resident memory.
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary builds the server once per test run. DFLOCKD_TEST_BINARY names
+// another build to run instead (say, an older one to compare with).
+func binary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DFLOCKD_TEST_BINARY"); p != "" {
+		return p
+	}
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "dflockd-bin")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "dflockd")
+		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// serverProc is a running server binary.
+type serverProc struct {
+	cmd  *exec.Cmd
+	addr string
+	log  bytes.Buffer
+}
+
+// startProc runs the binary on a free loopback port with extra flags.
+func startProc(t *testing.T, flags ...string) *serverProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	p := &serverProc{addr: addr}
+	p.cmd = exec.Command(binary(t), append([]string{"--host", "127.0.0.1", "--port", port}, flags...)...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", p.log.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not listen on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rss returns the server's resident set size in bytes.
+func (p *serverProc) rss(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// pingP99 is the 99th percentile of n sequential ping round trips.
+func pingP99(t *testing.T, c net.Conn, rd *bufio.Reader, n int) time.Duration {
+	t.Helper()
+	lat := make([]time.Duration, n)
+	for i := range lat {
+		start := time.Now()
+		if _, err := c.Write([]byte("ping\n_\n_\n")); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := rd.ReadString('\n'); err != nil || l != "ok\n" {
+			t.Fatalf("ping: %q %v", l, err)
+		}
+		lat[i] = time.Since(start)
+	}
+	slices.Sort(lat)
+	return lat[n*99/100]
+}
+
+// probe measures ping latency as a well-behaved client sees it: the median
+// of several batches' p99, which a single scheduling hiccup cannot move.
+func probe(t *testing.T, c net.Conn, rd *bufio.Reader) time.Duration {
+	t.Helper()
+	var p99s []time.Duration
+	for range 5 {
+		p99s = append(p99s, pingP99(t, c, rd, 400))
+	}
+	slices.Sort(p99s)
+	return p99s[len(p99s)/2]
+}
