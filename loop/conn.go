@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"errors"
+	"net/netip"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -35,9 +36,13 @@ type conn struct {
 	// which the connection answers error and closes (spec §A.5 code 12).
 	discarding bool
 	// closing: the connection only waits to be closed (auth cool-down).
-	closing   bool
-	closed    bool
-	stableRef bool
+	closing bool
+	// authKey is the address block whose failed auths slow this one down
+	// (authgate.go); pendingAuth an auth waiting for its turn to be judged.
+	authKey     netip.Prefix
+	pendingAuth *pendingAuth
+	closed      bool
+	stableRef   bool
 
 	// crless holds rf frames whose lines had interior CRs removed.
 	crless []byte
@@ -176,6 +181,12 @@ func (cs *conn) drainLongLine() gnet.Action {
 	}
 	_, _ = c.Discard(i + 1)
 	cs.discarding = false
+	if !cs.authed {
+		// A first request too long to be an auth (over 64 KiB) is a
+		// failed auth like any other.
+		cs.write(cs.refuseAuth(cs.lp.out[:0], cs.srv.clock.Now()))
+		return gnet.None
+	}
 	_, _ = c.Write(parse.AppendStatus(cs.lp.out[:0], parse.StatusError))
 	return gnet.Close
 }
@@ -247,20 +258,73 @@ func (cs *conn) stripCRs(f parse.Frame) parse.Frame {
 	return parse.Frame{Cmd: b[:ends[0]], Key: b[ends[0]:ends[1]], Arg: b[ends[1]:ends[2]]}
 }
 
+// pendingAuth is a first request held until its address's turn comes
+// (authgate.go), with what judging it needs.
+type pendingAuth struct {
+	token  []byte // a copy: the frame's bytes die with the read
+	isAuth bool   // an auth request that parsed
+	at     timerwheel.Instant
+}
+
 // authenticate handles the first request when a token is configured:
 // anything but the right auth gets error_auth and, after a cool-down that
-// slows guessing, a close.
+// slows guessing, a close. If the client's address failed an auth less
+// than a cool-down ago, the request is held, unjudged, until its turn.
 func (cs *conn) authenticate(out []byte, req *parse.Request, err error) []byte {
-	want := cs.srv.cfg.AuthToken
-	match := subtle.ConstantTimeCompare(req.Token, []byte(want)) == 1
-	if err == nil && req.Op == parse.OpAuth && match {
+	now := cs.srv.clock.Now()
+	isAuth := err == nil && req.Op == parse.OpAuth
+	if at := cs.srv.gate.admit(cs.authKey, now); at > now {
+		cs.pendingAuth = &pendingAuth{token: bytes.Clone(req.Token), isAuth: isAuth, at: at}
+		cs.blocked = true // parse nothing more meanwhile
+		cs.lp.rt.arm(cs, at.After(0))
+		return out
+	}
+	return cs.judgeAuth(out, req.Token, isAuth, now)
+}
+
+// judgeAuth compares the token (always, so timing does not tell a wrong
+// command from a wrong token) and answers.
+func (cs *conn) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Instant) []byte {
+	match := subtle.ConstantTimeCompare(token, []byte(cs.srv.cfg.AuthToken)) == 1
+	if isAuth && match {
 		cs.authed = true
 		return parse.AppendStatus(out, parse.StatusOK)
 	}
+	cs.srv.gate.failed(cs.authKey, now)
+	return cs.refuseAuth(out, now)
+}
+
+// refuseAuth answers error_auth and closes after the cool-down: what every
+// failed first request gets (spec §A.5, §B.13), a wrong token, another
+// command, a line too long or a read timeout.
+func (cs *conn) refuseAuth(out []byte, now timerwheel.Instant) []byte {
 	cs.closing = true
-	cs.deadline = cs.srv.clock.Now().After(authCooldown.Milliseconds())
+	cs.deadline = now.After(authCooldown.Milliseconds())
 	cs.lp.rt.arm(cs, cs.deadline)
 	return parse.AppendStatus(out, parse.StatusErrorAuth)
+}
+
+// judgePendingAuth runs when a held auth's turn may have come; it reports
+// whether the connection's timer needs nothing more from checkDeadline.
+func (cs *conn) judgePendingAuth(now timerwheel.Instant) bool {
+	p := cs.pendingAuth
+	if now < p.at {
+		cs.lp.rt.arm(cs, p.at.After(0))
+		return true
+	}
+	cs.pendingAuth = nil
+	cs.blocked = false
+	out := cs.judgeAuth(cs.lp.out[:0], p.token, p.isAuth, now)
+	cs.write(out)
+	cs.lp.out = out[:0]
+	if cs.authed {
+		cs.deadline = now.After(cs.srv.rtMs)
+		cs.lp.rt.arm(cs, cs.deadline)
+		if cs.c.InboundBuffered() > 0 {
+			_ = cs.c.Wake(nil) // serve what was pipelined behind the auth
+		}
+	}
+	return true
 }
 
 // appendResult encodes an engine result as its reply line; rf adds the
@@ -346,6 +410,9 @@ func (cs *conn) checkDeadline() {
 			return
 		}
 	}
+	if cs.pendingAuth != nil && cs.judgePendingAuth(now) {
+		return
+	}
 	if cs.paused && cs.resumeIfDrained() {
 		// Serve what waited in the input; OnTraffic re-arms the timer.
 		_ = cs.c.Wake(nil)
@@ -368,6 +435,10 @@ func (cs *conn) checkDeadline() {
 	case cs.gd != nil && !cs.gd.partial:
 		// An idle godistlock connection has no read deadline (godistlock.go).
 		next = now.After(cs.srv.rtMs)
+	case now.Passed(cs.deadline) && !cs.authed && cs.gd == nil:
+		// A timeout before the auth is a failed auth (spec §B.13).
+		cs.write(cs.refuseAuth(cs.lp.out[:0], now))
+		return
 	case now.Passed(cs.deadline):
 		cs.write(cs.timeoutReply(cs.lp.out[:0]))
 		_ = cs.c.Close()

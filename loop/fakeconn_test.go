@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,7 @@ type fakeConn struct {
 	// outbound buffer) until the test calls drainOut.
 	stalled bool
 	unsent  []byte
+	remote  net.Addr
 }
 
 func (c *fakeConn) Peek(n int) ([]byte, error) {
@@ -73,6 +75,15 @@ func (c *fakeConn) Discard(n int) (int, error) {
 
 func (c *fakeConn) InboundBuffered() int  { return len(c.in) }
 func (c *fakeConn) OutboundBuffered() int { return len(c.unsent) }
+
+// RemoteAddr is the same loopback address for every fake conn, unless
+// the test sets remote.
+func (c *fakeConn) RemoteAddr() net.Addr {
+	if c.remote != nil {
+		return c.remote
+	}
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
 
 // Fd is no socket: pausing its reads fails, as it would where the loop
 // cannot find its poller.
@@ -207,7 +218,13 @@ func newFakeServer(t testing.TB, cfg Config, ecfg engine.Config) *fakeServer {
 // open connects a new fake conn through OnOpen.
 func (fs *fakeServer) open() *fakeConn {
 	fs.t.Helper()
-	c := &fakeConn{fs: fs, poison: true}
+	return fs.openFrom(nil)
+}
+
+// openFrom opens a connection whose peer is at remote (nil: the default).
+func (fs *fakeServer) openFrom(remote net.Addr) *fakeConn {
+	fs.t.Helper()
+	c := &fakeConn{fs: fs, poison: true, remote: remote}
 	if _, act := fs.srv.OnOpen(c); act != gnet.None {
 		fs.t.Fatalf("OnOpen: %v", act)
 	}

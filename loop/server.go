@@ -68,7 +68,8 @@ type Server struct {
 	draining atomic.Bool
 	rtMs     int64 // read timeout in ms
 	wtMs     int64 // write timeout in ms, 0 = off
-	gdPort   int   // local port of the godistlock listener, 0 = none
+	gate     *authGate
+	gdPort   int // local port of the godistlock listener, 0 = none
 }
 
 // New prepares a server. The engine delivers to it, so build the engine
@@ -91,7 +92,7 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 		cfg.Logf = func(string, ...any) {}
 	}
 	gdDefaults(&cfg)
-	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds()}
+	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(), gate: newAuthGate()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
 	return s
 }
@@ -200,6 +201,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	lp := s.loopFor(c)
 	cs := &conn{c: c, lp: lp, srv: s, authed: s.cfg.AuthToken == ""}
+	if !cs.authed {
+		cs.authKey = gateKey(c.RemoteAddr())
+	}
 	cs.timer.Owner = cs
 	cs.sess = s.eng.NewSession(cs)
 	if s.isGodistlock(c) {

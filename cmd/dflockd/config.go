@@ -33,6 +33,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
 )
 
 // Config is the effective configuration of the dflockd binary.
@@ -650,7 +652,7 @@ func resolveAuthToken(cli, env func(string) (source, bool)) (string, error) {
 		if path == "" {
 			return "", fmt.Errorf("%s must name a file, got an empty path", src.name)
 		}
-		b, err := os.ReadFile(path)
+		b, err := readTokenFile(path)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
@@ -668,5 +670,31 @@ func resolveAuthToken(cli, env func(string) (source, bool)) (string, error) {
 	if strings.ContainsAny(token, "\r\n") {
 		return "", fmt.Errorf("%s contains a line break (CR or LF); the token must be a single line", what)
 	}
+	if len(token) > parse.MaxAuthLine {
+		// No client could ever authenticate: an auth line is capped.
+		return "", fmt.Errorf("%s is %d bytes; an auth request carries at most %d, so no client could match it", what, len(token), parse.MaxAuthLine)
+	}
 	return token, nil
+}
+
+// maxTokenFile bounds what is read of a token file: a token is at most
+// parse.MaxAuthLine bytes, and white space around it is trimmed, but a
+// file far larger than that is a mistake (the wrong path), not a token.
+const maxTokenFile = 1 << 20
+
+// readTokenFile reads a token file of at most maxTokenFile bytes.
+func readTokenFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("the file is over %d bytes", maxTokenFile)
+	}
+	return b, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
 )
 
 // env builds a getenv over a fixed map.
@@ -407,6 +409,10 @@ func TestConfigAuthToken(t *testing.T) {
 	blank := writeFile(t, "blank", " \n\t\n")
 	multi := writeFile(t, "multi", "line1\nline2\n")
 	cr := writeFile(t, "cr", "to\rken")
+	longest := strings.Repeat("k", parse.MaxAuthLine)
+	atCap := writeFile(t, "cap", longest+"\n")
+	overCap := writeFile(t, "over", "sekrit"+longest+"\n")
+	huge := writeFile(t, "huge", strings.Repeat(" ", maxTokenFile)+"k")
 	missing := filepath.Join(t.TempDir(), "missing")
 	dir := t.TempDir()
 
@@ -425,6 +431,7 @@ func TestConfigAuthToken(t *testing.T) {
 		{"empty env token is unset", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": "", "DFLOCKD_AUTH_TOKEN_FILE": fileB}, "from-env-file"},
 		{"lower sources are not read", []string{"--auth-token=x"}, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": missing}, "x"},
 		{"token with inner space", []string{"--auth-token=a b"}, nil, "a b"},
+		{"64 KiB token file", []string{"--auth-token-file", atCap}, nil, longest},
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
@@ -453,6 +460,10 @@ func TestConfigAuthToken(t *testing.T) {
 		{"CR in file", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": cr}, []string{"DFLOCKD_AUTH_TOKEN_FILE", "line break"}},
 		{"LF in flag", []string{"--auth-token", "sekrit\nX"}, nil, []string{"--auth-token contains a line break"}},
 		{"CR in env", nil, map[string]string{"DFLOCKD_AUTH_TOKEN": "sekrit\rX"}, []string{"DFLOCKD_AUTH_TOKEN contains a line break"}},
+		// A token longer than an auth line can carry matches no client.
+		{"token file over 64 KiB", []string{"--auth-token-file", overCap}, nil, []string{"--auth-token-file", overCap, "65542 bytes", "at most 65536", "no client could match"}},
+		{"token flag over 64 KiB", []string{"--auth-token", "sekrit" + longest}, nil, []string{"--auth-token is 65542 bytes"}},
+		{"token file over 1 MiB", nil, map[string]string{"DFLOCKD_AUTH_TOKEN_FILE": huge}, []string{"DFLOCKD_AUTH_TOKEN_FILE", huge, "over 1048576 bytes"}},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
