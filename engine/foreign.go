@@ -17,10 +17,16 @@ import (
 //   - a blocking acquire has no acquire timeout: it waits until granted,
 //     the session closes, or the server drains;
 //   - release and renew name the key (and for renew the fence), not the
-//     token, and act only on a slot this session holds.
+//     token, and act only on a slot this session holds;
+//   - an acquire of a lock the session already holds does not queue
+//     behind itself: as godistlock's own server does, it answers at once
+//     with the same grant (same fence) and restarts the lease, so a client
+//     that re-sends ON to extend its lock is not stalled for a lease.
 
 // AcquireTagged acquires the lock key for s with a lease of leaseMs
-// milliseconds (0 = the default lease). If the lock is taken, a try
+// milliseconds (0 = the default lease). If s holds it already, the same
+// grant comes back at once with its lease restarted. If the lock is
+// taken by another, a try
 // (wait false) answers StatusTimeout at once; a wait parks the request
 // with no acquire timeout and returns Blocked, and its one delivery (a
 // grant, or StatusError on Drain) carries Tag == tag. tag must not be 0
@@ -40,6 +46,12 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	r, res := sh.admitLocked(nsLock, key, mode{limit: 1}, now)
 	if r == nil {
 		return res
+	}
+	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
+		sl.lease = leaseMs
+		sh.armLocked(&sl.timer, now.After(leaseMs))
+		sh.touchLocked(r, now)
+		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: leaseMs / 1000, Tag: tag}
 	}
 	if _, res, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
 		res.Tag = tag

@@ -39,6 +39,7 @@ func TestGodistlock(t *testing.T) {
 	t.Run("FIFOAcrossProtocols", g.testFIFO)
 	t.Run("PipelinedNonces", g.testPipelined)
 	t.Run("RefreshAndLease", g.testRefresh)
+	t.Run("RepeatedOnExtends", g.testRepeatedOn)
 	t.Run("OffWithdrawsWait", g.testOffWithdraws)
 	t.Run("DisconnectReleases", g.testDisconnect)
 	t.Run("Stats", g.testStats)
@@ -305,4 +306,34 @@ func (g *gdServer) testIdle(t *testing.T) {
 	gd(idle, "IS "+key("gdidle")+" i", "NO i")
 	slow.expect("ERR - read_timeout")
 	slow.closed()
+}
+
+// An ON (or TRY) for a lock the same connection holds is answered at once
+// with the same fence and restarts the lease, as godistlock's own server
+// does: a client re-sending ON to extend its lock must not wait out its
+// own lease. Another connection's ON still waits.
+func (g *gdServer) testRepeatedOn(t *testing.T) {
+	k := key("gdre")
+	a, b := g.dialGD(t), g.dialGD(t)
+	f := gd(a, "ON "+k+" 2000 o1", "GIVE o1 *")[2]
+	start := time.Now()
+	gd(a, "ON "+k+" 2000 o2", "GIVE o2 "+f)
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("a repeated ON waited %v", el)
+	}
+	gd(b, "ON "+k+" 30000 w", "")
+	// Extend past the first lease: b must not get the lock meanwhile (a
+	// TRY after a lost lock would answer NO).
+	for i := range 3 {
+		time.Sleep(800 * time.Millisecond)
+		gd(a, "TRY "+k+" 2000 t"+strconv.Itoa(i), "GIVE t"+strconv.Itoa(i)+" "+f)
+	}
+	b.silent(10 * time.Millisecond)
+	// Once a stops extending, its lease ends and b is granted a new fence.
+	got := field(b.expect("GIVE w *"), 2)
+	if atou(t, got) <= atou(t, f) {
+		t.Fatalf("b's fence %s not after a's %s", got, f)
+	}
+	gd(a, "ON "+k+" 2000 o3", "") // now a waits behind b
+	gd(a, "IS "+k+" i", "LOCK i "+got)
 }
