@@ -103,9 +103,12 @@ func (e *Engine) elect(s *Session, r *parse.Request) Result {
 }
 
 // resign releases the leader's lease (any session with the token may),
-// drops the resigner's holder registration, tells the remaining watchers
-// and only then hands the lock on, so that they see resigned before the
-// next leader's failover and elected.
+// drops the leader's holder registration (not the resigner's: they differ
+// when another session resigns with the leader's token, and then, as in
+// dflockd's redis-feats line, the former leader is told nothing, while an
+// observing resigner is told like any observer), tells the remaining
+// watchers and only then hands the lock on, so that they see resigned
+// before the next leader's failover and elected.
 func (e *Engine) resign(s *Session, key, tok []byte) Result {
 	sh := e.shardFor(key)
 	sh.lock()
@@ -115,11 +118,12 @@ func (e *Engine) resign(s *Session, key, tok []byte) Result {
 	if sl == nil {
 		return status(parse.StatusError)
 	}
+	leader := sl.sess
 	r := sh.dropHolderLocked(sl, evResign)
-	if w := sh.findLeaderWatcherLocked(r.key, s); w != nil && w.holder {
+	if w := sh.findLeaderWatcherLocked(r.key, leader); w != nil && w.holder {
 		w.holder = false
 		if !w.observer {
-			sh.unwatchLeaderLocked(r.key, s)
+			sh.unwatchLeaderLocked(r.key, leader)
 		}
 	}
 	sh.leaderPushLocked(r.key, "resigned", nil)

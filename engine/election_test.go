@@ -160,3 +160,27 @@ func TestObserveCountsAgainstMaxSubscriptions(t *testing.T) {
 	wantStatus(t, h.do(s, "unobserve", "a", ""), parse.StatusOK)
 	wantStatus(t, h.do(s, "listen", "d", ""), parse.StatusOK)
 }
+
+// A resign by another session holding the leader's token ends the leader's
+// holder registration, as dflockd's redis-feats line does: the former
+// leader gets no resigned push (and no later ones), an observing resigner
+// gets it as every observer does.
+func TestResignByAnotherSession(t *testing.T) {
+	for _, rf := range []bool{false, true} {
+		h := newHarness(t, Config{RF: rf})
+		obs, leader, resigner, next := h.session(), h.session(), h.session(), h.session()
+		wantStatus(t, h.do(obs, "observe", "svc", ""), parse.StatusOK)
+		wantStatus(t, h.do(resigner, "observe", "svc", ""), parse.StatusOK)
+		tl := wantGrant(t, h.do(leader, "elect", "svc", "0 10"), 10)
+		h.wantPushes(obs, "leader elected svc")
+		h.wantPushes(resigner, "leader elected svc")
+		wantStatus(t, h.do(resigner, "resign", "svc", tl), parse.StatusOK)
+		h.wantPushes(obs, "leader resigned svc")
+		h.wantPushes(resigner, "leader resigned svc")
+		h.wantNothing(leader)
+		// The former leader watches no more: a new election passes it by.
+		wantGrant(t, h.do(next, "elect", "svc", "0 10"), 10)
+		h.wantPushes(obs, "leader elected svc")
+		h.wantNothing(leader)
+	}
+}
