@@ -57,12 +57,16 @@ func (e *Engine) bwait(s *Session, r *parse.Request) Result {
 	}
 	if r.Timeout == 0 {
 		// Not the trip and not waiting: in rf this arrival breaks it.
-		if e.cfg.RF {
+		if e.rf() {
 			sh.tripLocked(b, parse.StatusTimeout)
 		} else {
 			sh.dropBarrierIfEmptyLocked(b)
 		}
 		return status(parse.StatusTimeout)
+	}
+	if e.draining.Load() {
+		sh.dropBarrierIfEmptyLocked(b) // a drain ends every wait (spec §D.5)
+		return status(parse.StatusError)
 	}
 	w := &barrierWaiter{sh: sh, b: b, sess: s}
 	w.timer.Owner = w
@@ -93,7 +97,7 @@ func (sh *shard) endBarrierWaitLocked(w *barrierWaiter) {
 // disconnect); in rf that breaks the barrier for the others.
 func (sh *shard) leaveBarrierLocked(w *barrierWaiter) {
 	sh.endBarrierWaitLocked(w)
-	if sh.eng.cfg.RF && w.b.parts.n > 0 {
+	if sh.eng.rf() && w.b.parts.n > 0 {
 		sh.tripLocked(w.b, parse.StatusTimeout)
 		return
 	}

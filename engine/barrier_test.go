@@ -38,7 +38,7 @@ func TestBarrierLeaverV2AndBreakingRF(t *testing.T) {
 	h.wantNothing(b)
 
 	// rf: one leaver breaks it for everyone (spec §B.11, §I.26).
-	rf := newHarness(t, Config{RF: true})
+	rf := newHarness(t, Config{Profile: parse.ProfileRF})
 	a, b, c = rf.session(), rf.session(), rf.session()
 	wantBlocked(t, rf.do(a, "bwait", "b", "3 1"))
 	wantBlocked(t, rf.do(b, "bwait", "b", "3 10"))

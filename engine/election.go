@@ -149,7 +149,7 @@ func (e *Engine) observe(s *Session, key []byte) Result {
 		if w = sh.addLeaderWatcherLocked(name, s); w == nil {
 			return status(parse.StatusOK) // closing: nothing will reach it anyway
 		}
-	case w.observer && !e.cfg.RF:
+	case w.observer && !e.rf():
 		return status(parse.StatusOK)
 	}
 	w.observer = true

@@ -114,7 +114,7 @@ func TestLeaderExpiryAndDisconnect(t *testing.T) {
 
 func TestObserveRepeats(t *testing.T) {
 	for _, rf := range []bool{false, true} {
-		h := newHarness(t, Config{RF: rf})
+		h := newHarness(t, Config{Profile: rfProfile(rf)})
 		obs, a := h.session(), h.session()
 		wantGrant(t, h.do(a, "elect", "k", "0"), 33)
 		wantStatus(t, h.do(obs, "observe", "k", ""), parse.StatusOK)
@@ -150,7 +150,7 @@ func TestElectionWatchEvents(t *testing.T) {
 }
 
 func TestObserveCountsAgainstMaxSubscriptions(t *testing.T) {
-	h := newHarness(t, Config{RF: true, MaxSubscriptions: 2})
+	h := newHarness(t, Config{Profile: parse.ProfileRF, MaxSubscriptions: 2})
 	s := h.session()
 	wantStatus(t, h.do(s, "observe", "a", ""), parse.StatusOK)
 	wantStatus(t, h.do(s, "watch", "b", ""), parse.StatusOK)
@@ -167,7 +167,7 @@ func TestObserveCountsAgainstMaxSubscriptions(t *testing.T) {
 // gets it as every observer does.
 func TestResignByAnotherSession(t *testing.T) {
 	for _, rf := range []bool{false, true} {
-		h := newHarness(t, Config{RF: rf})
+		h := newHarness(t, Config{Profile: rfProfile(rf)})
 		obs, leader, resigner, next := h.session(), h.session(), h.session(), h.session()
 		wantStatus(t, h.do(obs, "observe", "svc", ""), parse.StatusOK)
 		wantStatus(t, h.do(resigner, "observe", "svc", ""), parse.StatusOK)

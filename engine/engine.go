@@ -37,11 +37,12 @@ type Config struct {
 	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
 	MaxListLength    int           // items per list; 0 = unlimited
 	MaxSubscriptions int           // listen registrations per connection; 0 = unlimited
-	// RF selects the redis-feats profile's semantics where they differ
-	// from v2 (spec §I): see the uses of cfg.RF.
-	RF     bool
-	Clock  timerwheel.Clock
-	Fences FenceSource // default: a volatile fence.Allocator
+	// Profile selects the semantics of a dflockd release line where they
+	// differ from v2 (spec §I): see the uses of e.rf() and of the
+	// profile's methods.
+	Profile parse.Profile
+	Clock   timerwheel.Clock
+	Fences  FenceSource // default: a volatile fence.Allocator
 	// NewSalt makes one salt source per shard (token entropy); tests may
 	// substitute a deterministic one.
 	NewSalt func() SaltSource
@@ -107,6 +108,7 @@ type Engine struct {
 	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
 	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
 	sessions atomic.Uint64
+	draining atomic.Bool // after Drain: no request may start waiting
 }
 
 // New builds an engine. n receives deliveries for parked sessions.
@@ -198,9 +200,9 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 // Do executes a request for session s.
 func (e *Engine) Do(s *Session, r *parse.Request) Result {
 	ns := nsLock
-	if r.Op.Semaphore() && !e.cfg.RF {
-		// v2 keeps separate namespaces; the rf line has one map where a
-		// lock is a semaphore of limit 1 (spec §B.2).
+	if r.Op.Semaphore() && !e.cfg.Profile.SharedLockSpace() {
+		// v2 keeps separate namespaces; v1.10 and the rf line have one
+		// map where a lock is a semaphore of limit 1 (spec §B.2).
 		ns = nsSem
 	}
 	// Read-write locks are a type in the lock namespace (spec §I.6); their
@@ -244,3 +246,6 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 }
 
 func status(s parse.Status) Result { return Result{Status: s} }
+
+// rf reports the redis-feats profile.
+func (e *Engine) rf() bool { return e.cfg.Profile == parse.ProfileRF }

@@ -440,3 +440,11 @@ func TestCloseCancelsWaitersBeforeReleasing(t *testing.T) {
 	h.wantNothing(a)
 	h.wantDelivered(b, parse.StatusOK)
 }
+
+// rfProfile is the rf profile if rf, else v2.
+func rfProfile(rf bool) parse.Profile {
+	if rf {
+		return parse.ProfileRF
+	}
+	return parse.ProfileV2
+}

@@ -60,6 +60,9 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	if !wait {
 		return status(parse.StatusTimeout)
 	}
+	if e.draining.Load() {
+		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+	}
 	if r.queue.n >= e.cfg.MaxWaiters {
 		return status(parse.StatusErrorMaxWaiters)
 	}

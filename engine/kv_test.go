@@ -82,7 +82,7 @@ func TestCounterGC(t *testing.T) {
 	wantInt(t, h.do(s, "get", "five", ""), 5)
 	wantValue(t, h.do(s, "kget", "untimed", ""), "v")
 
-	rf := newHarness(t, Config{GCMaxIdle: time.Second, RF: true})
+	rf := newHarness(t, Config{GCMaxIdle: time.Second, Profile: parse.ProfileRF})
 	s = rf.session()
 	wantStatus(t, rf.do(s, "kset", "untimed", "v"), parse.StatusOK)
 	rf.advance(2 * time.Second)

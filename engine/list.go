@@ -109,6 +109,9 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 	if r.Op == parse.OpLPop || r.Op == parse.OpRPop || r.Timeout == 0 {
 		return status(parse.StatusNil)
 	}
+	if e.draining.Load() {
+		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+	}
 	if l == nil {
 		// The list entry that holds the waiter counts as a key (§B.7).
 		if !e.admitKey() {
@@ -139,7 +142,7 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) R
 		l.lastActive = now.Tick()
 		n := int64(l.len())
 		sh.dropEmptyListLocked(l)
-		if e.cfg.RF {
+		if e.rf() {
 			n = 0 // the redis-feats line answers "ok 0" to a hand-off (§I.27)
 		}
 		return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}

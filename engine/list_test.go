@@ -62,7 +62,7 @@ func TestBlockingPop(t *testing.T) {
 }
 
 func TestListLimitsAndRFHandOff(t *testing.T) {
-	h := newHarness(t, Config{MaxListLength: 2, MaxKeys: 1, RF: true})
+	h := newHarness(t, Config{MaxListLength: 2, MaxKeys: 1, Profile: parse.ProfileRF})
 	a, b := h.session(), h.session()
 	wantInt(t, h.do(a, "rpush", "l", "1"), 1)
 	wantInt(t, h.do(a, "rpush", "l", "2"), 2)

@@ -27,6 +27,9 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 	if timeoutMs == 0 {
 		return status(parse.StatusTimeout)
 	}
+	if e.draining.Load() {
+		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
@@ -169,7 +172,7 @@ func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
 // does under dflockd's sweeper, so that its renew can still answer
 // error_lease_expired; the next acquire of the key or the GC evicts it.
 func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
-	if sh.eng.cfg.RF && sl.res.queue.n == 0 && !sl.twoPhase {
+	if sh.eng.rf() && sl.res.queue.n == 0 && !sl.twoPhase {
 		return
 	}
 	sh.expireHolderLocked(sl, now)
@@ -239,10 +242,23 @@ func (e *Engine) release(ns namespace, key, tok []byte) Result {
 	now := e.clock.Now()
 	sl, _ := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
+		sh.wrongTokenLocked(ns, key, now)
 		return status(parse.StatusError)
 	}
 	sh.releaseHolderLocked(sl, now)
 	return status(parse.StatusOK)
+}
+
+// wrongTokenLocked: in dflockd before v1.16.1 a release or renew with a
+// wrong token still counted as activity on the key and postponed its GC
+// (spec §D.6); the v1 profile keeps that.
+func (sh *shard) wrongTokenLocked(ns namespace, key []byte, now timerwheel.Instant) {
+	if sh.eng.cfg.Profile != parse.ProfileV1 {
+		return
+	}
+	if r := sh.lookupLocked(ns, key); r != nil {
+		sh.touchLocked(r, now)
+	}
 }
 
 // renew serves n and sn: the lease restarts at now+ttl and the reply echoes
@@ -254,7 +270,8 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
 	now := e.clock.Now()
 	sl, expired := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
-		if expired && e.cfg.RF {
+		sh.wrongTokenLocked(ns, key, now)
+		if expired && e.rf() {
 			return status(parse.StatusErrorLeaseExpired) // spec §B.0, §I.4
 		}
 		return status(parse.StatusError)

@@ -41,7 +41,7 @@ func (e *Engine) pubsubOp(s *Session, r *parse.Request) Result {
 // registrations alone in v2 (as dflockd's v1.11+ line), listen + watch +
 // observe in rf.
 func (e *Engine) listenCount(s *Session) int {
-	if e.cfg.RF {
+	if e.rf() {
 		return e.subscriptions(s)
 	}
 	return e.subs.Count(s)

@@ -84,7 +84,7 @@ func TestRWLockTypeMismatch(t *testing.T) {
 	// v2 semaphores live in their own namespace, so the same name is free
 	// there; in rf the one map makes it a mismatch.
 	wantGrant(t, h.do(s, "sl", "rw", "0 2"), 33)
-	rf := newHarness(t, Config{RF: true})
+	rf := newHarness(t, Config{Profile: parse.ProfileRF})
 	s = rf.session()
 	wantGrant(t, rf.do(s, "wl", "k", "0"), 33)
 	wantStatus(t, rf.do(s, "sl", "k", "0 2"), parse.StatusErrorTypeMismatch)
@@ -110,7 +110,7 @@ func TestRWLockTwoPhaseAndRenew(t *testing.T) {
 }
 
 func TestRWLockStats(t *testing.T) {
-	h := newHarness(t, Config{RF: true})
+	h := newHarness(t, Config{Profile: parse.ProfileRF})
 	a, b, c := h.session(), h.session(), h.session()
 	wantGrant(t, h.do(a, "rl", "k", "0"), 33)
 	g := h.do(b, "rl", "k", "0")

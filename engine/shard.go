@@ -128,7 +128,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	old := func(t timerwheel.Tick) bool { return now.Tick()-t >= timerwheel.Tick(maxIdle) }
 	for _, m := range s.res {
 		for k, r := range m {
-			if s.eng.cfg.RF && r.holders.n > 0 {
+			if s.eng.rf() && r.holders.n > 0 {
 				s.evictExpiredLocked(r, now) // rf keeps them until a sweep
 			}
 			if r.idle() && old(r.lastActive) {
@@ -146,7 +146,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	}
 	// dflockd's redis-feats line also drops KV entries without a TTL after
 	// --gc-max-idle without access (§I.28); only the rf profile does that.
-	if s.eng.cfg.RF {
+	if s.eng.rf() {
 		for _, kv := range s.kv {
 			if !kv.timer.Armed() && old(kv.lastActive) {
 				s.deleteKVLocked(kv)

@@ -32,6 +32,16 @@ type statsDoc struct {
 	Fence          *fenceStat    `json:"fence,omitempty"`
 }
 
+// statsDocV1 is the stats document of dflockd v1.10 (spec §F.1): these
+// five keys only.
+type statsDocV1 struct {
+	Connections    int        `json:"connections"`
+	Locks          []lockStat `json:"locks"`
+	Semaphores     []semStat  `json:"semaphores"`
+	IdleLocks      []idleStat `json:"idle_locks"`
+	IdleSemaphores []idleStat `json:"idle_semaphores"`
+}
+
 // fenceStat shows the fence allocator: the last fence issued, the ceiling
 // durable on disk (with --fence-state-file), and the persister's counters.
 type fenceStat struct {
@@ -181,11 +191,15 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 		e.collectLocked(sh, &c, e.clock.Now().Tick())
 		sh.unlock()
 	}
-	doc := &statsDoc{
+	var doc any = &statsDoc{
 		Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
 		IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
 		Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
 		Barriers: c.barriers, Fence: e.fenceStat(),
+	}
+	if e.cfg.Profile == parse.ProfileV1 {
+		doc = &statsDocV1{Connections: connections, Locks: c.locks, Semaphores: c.sems,
+			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems}
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
@@ -197,8 +211,8 @@ func (e *Engine) AppendStats(dst []byte, connections int) []byte {
 }
 
 // collectLocked adds one shard's entries. v2 reports locks and semaphores
-// by namespace (spec §I.23: a limit-1 semaphore stays a semaphore); the rf
-// line has one map and lists limit-1 resources as locks.
+// by namespace (spec §I.23: a limit-1 semaphore stays a semaphore); v1.10
+// and the rf line have one map and list limit-1 resources as locks.
 func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick) {
 	for ns, m := range sh.res {
 		for _, r := range m {
@@ -208,7 +222,7 @@ func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick
 				}
 				continue
 			}
-			asLock := namespace(ns) == nsLock && (!e.cfg.RF || r.limit == 1)
+			asLock := namespace(ns) == nsLock && (!e.cfg.Profile.SharedLockSpace() || r.limit == 1)
 			if r.idle() {
 				is := idleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
 				if asLock {
@@ -226,7 +240,7 @@ func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick
 			if h := r.holders.head; h != nil {
 				ls.OwnerConnID = h.sess.ID
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
-				if e.cfg.RF {
+				if e.rf() {
 					ls.Fence = h.token.Fence
 				}
 			}
@@ -266,8 +280,11 @@ func (e *Engine) GC() {
 }
 
 // Drain cancels every parked acquire and wait with error, for graceful
-// shutdown (spec §D.5, §I.29).
+// shutdown (spec §D.5, §I.29); a request that would wait from now on gets
+// error at once. (The v2 profile refuses every request during a drain
+// before it reaches the engine; v1.10 goes on serving them.)
 func (e *Engine) Drain() {
+	e.draining.Store(true)
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.lock()

@@ -81,6 +81,10 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		sh.timeoutWaiterLocked(sl, now)
 		return status(parse.StatusTimeout)
 	}
+	if e.draining.Load() {
+		sh.dropWaiterLocked(sl, now) // a drain ends every wait (spec §D.5)
+		return status(parse.StatusError)
+	}
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	sh.touchLocked(sl.res, now)

@@ -63,6 +63,7 @@ type conn struct {
 	// paused: the output passed maxUnsent, so the connection is neither
 	// read nor served until it drains (backpressure.go).
 	paused       bool
+	readOff      bool  // v1: reading stopped while a request waits (v1.go)
 	pauseRecheck int64 // ms between drain checks while paused
 	timer        timerwheel.Node
 	// backlog tracks unread pushes for queue-group member choice (backlog.go).
@@ -87,7 +88,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	case cs.discarding:
 		return cs.drainLongLine()
 	case cs.blocked:
-		if c.InboundBuffered() >= maxBlockedInput {
+		if c.InboundBuffered() >= cs.srv.maxBlockedInput() {
 			return gnet.Close
 		}
 		return gnet.None
@@ -107,7 +108,7 @@ func (cs *conn) onTraffic() gnet.Action {
 			over = true // backpressure: serve no more until the peer reads
 			break
 		}
-		f, n, err := parse.Next(buf[off:])
+		f, n, err := cs.srv.frame(buf[off:])
 		if err != nil {
 			if errors.Is(err, parse.ErrLineTooLong) {
 				off += n
@@ -138,7 +139,7 @@ func (cs *conn) onTraffic() gnet.Action {
 	if cs.discarding && action == gnet.None {
 		return cs.drainLongLine()
 	}
-	if cs.blocked && c.InboundBuffered() >= maxBlockedInput {
+	if cs.blocked && c.InboundBuffered() >= cs.srv.maxBlockedInput() {
 		// What arrived behind the parked request already fills
 		// dflockd's read buffer (spec §A.6).
 		return gnet.Close
@@ -194,18 +195,20 @@ func (cs *conn) drainLongLine() gnet.Action {
 // exec runs one frame and appends its reply (if any yet). stop asks the
 // caller to close the connection after writing.
 func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
-	rf := cs.srv.cfg.RF
-	if rf {
+	profile := cs.srv.cfg.Profile
+	if profile == parse.ProfileRF {
 		f = cs.stripCRs(f)
 	}
 	req, err := parse.Parse(f)
-	if rf && req.Op == parse.OpPing {
-		err = parse.ErrUnknownCommand // the redis-feats line has no ping
+	if !profile.Knows(req.Op) {
+		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
 	}
 	if !cs.authed {
 		return cs.authenticate(out, &req, err), false
 	}
-	if cs.srv.draining.Load() {
+	if cs.srv.draining.Load() && profile != parse.ProfileV1 {
+		// v1.10 goes on serving a draining server's connections; its
+		// waits end with error in the engine (spec §D.5).
 		return parse.AppendStatus(out, parse.StatusErrorDraining), true
 	}
 	if err != nil {
@@ -231,9 +234,12 @@ func (cs *conn) exec(out []byte, f parse.Frame) ([]byte, bool) {
 	r := cs.srv.eng.Do(cs.sess, &req)
 	if r.Blocked {
 		cs.blocked = true
+		if profile == parse.ProfileV1 {
+			cs.pauseWhileBlocked()
+		}
 		return out, false
 	}
-	return appendResult(out, r, rf), false
+	return appendResult(out, r, profile == parse.ProfileRF), false
 }
 
 // stripCRs removes CRs inside the lines of an rf frame, as dflockd's
@@ -362,10 +368,11 @@ func (cs *conn) deliver(r engine.Result) {
 		return
 	}
 	cs.flushPushes()
-	out := appendResult(cs.lp.out[:0], r, cs.srv.cfg.RF)
+	out := appendResult(cs.lp.out[:0], r, cs.srv.cfg.Profile == parse.ProfileRF)
 	cs.write(out)
 	cs.lp.out = out[:0]
 	cs.blocked = false
+	cs.resumeAfterBlocked()
 	cs.deadline = cs.srv.clock.Now().After(cs.srv.rtMs)
 	if cs.c.InboundBuffered() > 0 {
 		// gnet calls OnTraffic again only for new bytes; Wake makes it

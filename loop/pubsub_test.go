@@ -110,7 +110,7 @@ func TestQueueGroupRoundRobinRF(t *testing.T) { queueGroupScenario(t, rfProfile(
 // while another keeps receiving every signal (spec §B.9). The server runs
 // without --write-timeout: the push backlog bound alone must act.
 func slowConsumerScenario(t *testing.T, rf bool) {
-	ts, err := startServer(Config{RF: rf}, engine.Config{RF: rf})
+	ts, err := startServer(Config{Profile: wireProfile(rf)}, engine.Config{Profile: wireProfile(rf)})
 	if err != nil {
 		t.Fatal(err)
 	}

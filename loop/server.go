@@ -12,6 +12,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -35,9 +36,11 @@ type Config struct {
 	GCInterval      time.Duration // idle-key GC period; default 5 s
 	ShutdownTimeout time.Duration // 0 = wait for connections forever
 	Logf            func(format string, args ...any)
-	// RF selects the redis-feats wire profile (--compat=rf): grant and
-	// renew replies carry the fence, no ping, CRs removed anywhere in a line.
-	RF bool
+	// Profile is the dflockd release line to answer as (--compat, spec
+	// §I): v2 by default; rf puts the fence in grant and renew replies,
+	// has no ping and removes CRs anywhere in a line; v1 is v1.10.0
+	// (see v1.go).
+	Profile parse.Profile
 	// GodistlockAddr, if set, is a second listener ("tcp://host:port",
 	// fixed port) speaking the godistlock client protocol to the same
 	// engine (godistlock.go). GodistlockID and Version are the <id> and
@@ -69,7 +72,9 @@ type Server struct {
 	rtMs     int64 // read timeout in ms
 	wtMs     int64 // write timeout in ms, 0 = off
 	gate     *authGate
-	gdPort   int // local port of the godistlock listener, 0 = none
+	// frame splits the next request off the input: the profile's line caps.
+	frame  func([]byte) (parse.Frame, int, error)
+	gdPort int // local port of the godistlock listener, 0 = none
 }
 
 // New prepares a server. The engine delivers to it, so build the engine
@@ -94,6 +99,10 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	gdDefaults(&cfg)
 	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(), gate: newAuthGate()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
+	s.frame = parse.Next
+	if cfg.Profile == parse.ProfileV1 {
+		s.frame = parse.NextCountingCR
+	}
 	return s
 }
 

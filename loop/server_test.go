@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -80,8 +81,8 @@ func TestMain(m *testing.M) {
 	}
 	// rf's GC also evicts holders whose lease ran out (spec §I.2 O3); an
 	// hour-long period keeps it from racing the tests that renew one.
-	rfsrv, err = startServer(Config{RF: true, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
-		GCInterval: time.Hour}, engine.Config{RF: true, MaxLocks: -1})
+	rfsrv, err = startServer(Config{Profile: parse.ProfileRF, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
+		GCInterval: time.Hour}, engine.Config{Profile: parse.ProfileRF, MaxLocks: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -239,4 +240,12 @@ func (c *client) closed() {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		c.t.Fatalf("connection still open")
 	}
+}
+
+// wireProfile is the rf profile if rf, else v2.
+func wireProfile(rf bool) parse.Profile {
+	if rf {
+		return parse.ProfileRF
+	}
+	return parse.ProfileV2
 }

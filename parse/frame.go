@@ -35,19 +35,27 @@ type Frame struct {
 // ErrIncomplete means b holds no complete frame yet (n = 0). ErrLineTooLong
 // means one of the lines is over its cap; n is then the offset at which that
 // line starts, so the caller can drain from there to the next LF.
-func Next(b []byte) (f Frame, n int, err error) {
+func Next(b []byte) (f Frame, n int, err error) { return next(b, 1) }
+
+// NextCountingCR is Next with dflockd v1.10's cap (spec §A.2, row G1): CR
+// bytes count towards a line's cap, so 256 payload bytes and a CR are one
+// byte too many. The v1 profile frames with it.
+func NextCountingCR(b []byte) (f Frame, n int, err error) { return next(b, 0) }
+
+// next splits a frame whose lines may carry slack CR bytes beyond the cap.
+func next(b []byte, slack int) (f Frame, n int, err error) {
 	var ok bool
-	if f.Cmd, n, ok, err = line(b, 0, MaxLine); !ok {
+	if f.Cmd, n, ok, err = line(b, 0, MaxLine, slack); !ok {
 		return Frame{}, n, err
 	}
-	if f.Key, n, ok, err = line(b, n, MaxLine); !ok {
+	if f.Key, n, ok, err = line(b, n, MaxLine, slack); !ok {
 		return Frame{}, n, err
 	}
 	argCap := MaxLine
 	if string(f.Cmd) == "auth" {
 		argCap = MaxAuthLine
 	}
-	if f.Arg, n, ok, err = line(b, n, argCap); !ok {
+	if f.Arg, n, ok, err = line(b, n, argCap, slack); !ok {
 		return Frame{}, n, err
 	}
 	return f, n, nil
@@ -57,19 +65,20 @@ func Next(b []byte) (f Frame, n int, err error) {
 // CRs stripped) and the offset just past its LF. On failure, end is 0 for an
 // incomplete line and off for a line that is too long.
 //
-// The cap counts payload bytes only, so a payload of exactly cap bytes may be
-// followed by one CR before the LF (spec §I.15: lenient to CRLF clients).
-// A line longer than that is rejected as soon as cap+2 bytes have arrived
-// without an LF, which bounds what a connection can make us buffer.
-func line(b []byte, off, limit int) (payload []byte, end int, ok bool, err error) {
+// The cap counts payload bytes, and the line before its LF may be slack
+// bytes longer if those are CRs: with slack 1, a payload of exactly cap
+// bytes may be followed by one CR (spec §I.15: lenient to CRLF clients).
+// A line longer than that is rejected as soon as cap+slack+1 bytes have
+// arrived without an LF, which bounds what a connection can make us buffer.
+func line(b []byte, off, limit, slack int) (payload []byte, end int, ok bool, err error) {
 	rest := b[off:]
 	window := rest
-	if len(window) > limit+2 {
-		window = window[:limit+2]
+	if len(window) > limit+slack+1 {
+		window = window[:limit+slack+1]
 	}
 	i := bytes.IndexByte(window, '\n')
 	if i < 0 {
-		if len(rest) >= limit+2 {
+		if len(rest) >= limit+slack+1 {
 			return nil, off, false, ErrLineTooLong
 		}
 		return nil, 0, false, ErrIncomplete

@@ -136,6 +136,33 @@ func TestNextCaps(t *testing.T) {
 	}
 }
 
+// v1.10 counts CR bytes towards the cap (spec §A.2, row G1): 256 payload
+// bytes fit with a bare LF, not with CRLF.
+func TestNextCountingCR(t *testing.T) {
+	a256, a255 := rep("a", 256), rep("a", 255)
+	tests := []struct {
+		name string
+		in   string
+		err  error
+		n    int
+	}{
+		{"cmd 256", a256 + "\nk\n0\n", nil, 261},
+		{"cmd 255+CR", a255 + "\r\nk\n0\n", nil, 261},
+		{"cmd 256+CR", a256 + "\r\nk\n0\n", ErrLineTooLong, 0},
+		{"key 256+CR", "l\n" + a256 + "\r\n0 5\n", ErrLineTooLong, 2},
+		{"arg 255+CR", "l\nk\n" + a255 + "\r\n", nil, 261},
+		{"arg 256+CR", "l\nk\n" + a256 + "\r\n", ErrLineTooLong, 4},
+		{"auth 64KiB+CR", "auth\n_\n" + rep("s", MaxAuthLine) + "\r\n", ErrLineTooLong, 7},
+		{"cmd 257 no LF yet", rep("a", 257), ErrLineTooLong, 0},
+	}
+	for _, tc := range tests {
+		_, n, err := NextCountingCR([]byte(tc.in))
+		if !errors.Is(err, tc.err) || n != tc.n {
+			t.Errorf("%s: n, err = %d, %v; want %d, %v", tc.name, n, err, tc.n, tc.err)
+		}
+	}
+}
+
 // TestNextTooLongBeforeLF checks that an over-long line is reported as soon
 // as cap+2 bytes of it are buffered, without waiting for its LF, so a peer
 // cannot make the connection buffer an unbounded line.

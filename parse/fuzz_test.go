@@ -20,6 +20,11 @@ func FuzzNext(f *testing.F) {
 	}
 	f.Add([]byte("l\nk\n" + rep("x", MaxLine) + "\r\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The v1 framing (CRs counted) against its reference too.
+		vf, vn, verr := NextCountingCR(data)
+		if rf, rn, rerr := refNextSlack(data, 0); verr != rerr || vn != rn || !frameEqual(vf, rf) {
+			t.Fatalf("NextCountingCR = %.80s, %d, %v\nref = %.80s, %d, %v", frameString(vf), vn, verr, frameString(rf), rn, rerr)
+		}
 		fr, n, err := Next(data)
 		if n < 0 || n > len(data) {
 			t.Fatalf("n = %d out of [0, %d]", n, len(data))

@@ -17,7 +17,11 @@ import (
 // refNext splits one frame the way a byte-at-a-time reader would: it reads
 // each line until its LF, gives up once the line has more raw bytes than
 // its cap plus one trailing CR, and strips trailing CRs at the LF.
-func refNext(b []byte) (Frame, int, error) {
+func refNext(b []byte) (Frame, int, error) { return refNextSlack(b, 1) }
+
+// refNextSlack is refNext where a line before its LF may be slack CR bytes
+// longer than its cap (0: CRs count, as NextCountingCR).
+func refNextSlack(b []byte, slack int) (Frame, int, error) {
 	var lines [3][]byte
 	pos := 0
 	for i := range lines {
@@ -36,7 +40,7 @@ func refNext(b []byte) (Frame, int, error) {
 				break
 			}
 			raw++
-			if raw > limit+1 {
+			if raw > limit+slack {
 				return Frame{}, start, ErrLineTooLong
 			}
 		}

@@ -66,7 +66,7 @@ type Config struct {
 	AuthToken      string // resolved token (see resolveAuthToken); "" = auth off
 	FenceStateFile string // --fence-state-file, DFLOCKD_FENCE_STATE_FILE
 
-	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default) or "rf"
+	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default), "v1" or "rf"
 	Loops  int    // --loops, DFLOCKD_LOOPS: event loops, default 0 = runtime.NumCPU() (resolved by main), >= 0
 
 	ShowVersion bool // --version
@@ -90,6 +90,7 @@ const (
 // Compatibility profiles named by --compat.
 const (
 	compatV2 = "v2" // dflockd v2 single-node wire behaviour (spec §I, default profile)
+	compatV1 = "v1" // dflockd v1.10.0, incl. its configuration rules (spec §E.1)
 	compatRF = "rf" // dflockd's redis-feats line: fence in grant replies, shared lock/semaphore map (spec §I)
 )
 
@@ -225,7 +226,7 @@ var settingGroups = []settingGroup{
 			usage: "file keeping fencing tokens increasing across restarts (unset = none)",
 			field: func(c *Config) any { return &c.FenceStateFile }},
 		{flag: "compat", env: "DFLOCKD_COMPAT", kind: kindCompat, arg: "PROFILE",
-			usage: "wire profile: v2, or rf for clients of dflockd's redis-feats line (4-field grants)",
+			usage: "wire profile: v2, v1 (dflockd v1.10.0), or rf (dflockd's redis-feats line, 4-field grants)",
 			field: func(c *Config) any { return &c.Compat }},
 		{flag: "loops", env: "DFLOCKD_LOOPS", kind: kindInt, min: 0, max: maxLoops, arg: "N",
 			usage: "event loops, 0..4096 (0 = one per CPU)",
@@ -474,6 +475,16 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		}
 	}
 
+	// Under --compat=v1 the configuration follows dflockd v1.10 too (spec
+	// §E.1): an invalid environment value is ignored (v2 refuses to start),
+	// the auth token order differs, and --gc-max-idle must be > 0.
+	v1 := false
+	if src, ok := cli("compat"); ok {
+		v1 = strings.EqualFold(strings.TrimSpace(src.text), compatV1)
+	} else if src, ok := env("DFLOCKD_COMPAT"); ok {
+		v1 = strings.EqualFold(strings.TrimSpace(src.text), compatV1)
+	}
+
 	for _, g := range settingGroups {
 		for i := range g.settings {
 			s := &g.settings[i]
@@ -497,9 +508,16 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 				continue
 			}
 			if err := s.apply(src, &cfg); err != nil {
+				if v1 && src.env && s.kind != kindCompat {
+					fmt.Fprintf(w, "warning: %v; ignored, as dflockd v1.10 ignores it (--compat=v1)\n", err)
+					continue
+				}
 				errs = append(errs, err)
 			}
 		}
+	}
+	if v1 && cfg.GCMaxIdle == 0 {
+		errs = append(errs, errors.New("--gc-max-idle must be > 0 under --compat=v1, as in dflockd v1.10"))
 	}
 
 	if src, ok := cli(flagNoAutoRelease); ok {
@@ -514,7 +532,7 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		}
 	}
 
-	token, err := resolveAuthToken(cli, env)
+	token, err := resolveAuthToken(cli, env, v1)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -615,21 +633,28 @@ func parseEnvBool(v string) (b, ok bool) {
 // parseCompat accepts the implemented profiles, in any case.
 func parseCompat(src source, p *string) error {
 	switch v := strings.ToLower(strings.TrimSpace(src.text)); v {
-	case compatV2, compatRF:
+	case compatV2, compatV1, compatRF:
 		*p = v
 		return nil
 	}
-	return fmt.Errorf("%s must be %s or %s, got %q", src.name, compatV2, compatRF, src.text)
+	return fmt.Errorf("%s must be %s, %s or %s, got %q", src.name, compatV2, compatV1, compatRF, src.text)
 }
 
 // resolveAuthToken picks the token by the v1.16/V2 order (spec §E.1):
 // --auth-token (if given) > --auth-token-file (if given) > DFLOCKD_AUTH_TOKEN
-// > DFLOCKD_AUTH_TOKEN_FILE. Only the winning source is read. Values and file
-// contents are trimmed; an empty result or a CR/LF inside is an error, since
-// a token can only travel on one protocol line. The token is never echoed.
-func resolveAuthToken(cli, env func(string) (source, bool)) (string, error) {
-	src, ok := cli(flagAuthToken)
-	isFile := false
+// > DFLOCKD_AUTH_TOKEN_FILE; under v1, by v1.10's: DFLOCKD_AUTH_TOKEN first.
+// Only the winning source is read. Values and file contents are trimmed; an
+// empty result or a CR/LF inside is an error, since a token can only
+// travel on one protocol line. The token is never echoed.
+func resolveAuthToken(cli, env func(string) (source, bool), v1 bool) (string, error) {
+	var src source
+	ok, isFile := false, false
+	if v1 {
+		src, ok = env(envAuthToken)
+	}
+	if !ok {
+		src, ok = cli(flagAuthToken)
+	}
 	if !ok {
 		src, ok = cli(flagAuthTokenFile)
 		isFile = ok

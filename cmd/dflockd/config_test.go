@@ -618,9 +618,58 @@ func TestConfigCompat(t *testing.T) {
 			t.Errorf("%q %v: Compat = %q, want rf", tt.args, tt.vars, cfg.Compat)
 		}
 	}
-	wantErr(t, []string{"--compat=bogus"}, nil, `--compat must be v2 or rf`, `got "bogus"`)
-	wantErr(t, []string{"--compat="}, nil, `--compat must be v2 or rf`)
-	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "v1"}, `DFLOCKD_COMPAT must be v2 or rf`, `got "v1"`)
+	for _, tt := range []struct {
+		args []string
+		vars map[string]string
+	}{
+		{[]string{"--compat=v1"}, nil},
+		{[]string{"--compat", "V1"}, map[string]string{"DFLOCKD_COMPAT": "rf"}},
+		{nil, map[string]string{"DFLOCKD_COMPAT": "v1"}},
+	} {
+		if cfg, _ := mustLoad(t, tt.args, tt.vars); cfg.Compat != "v1" {
+			t.Errorf("%q %v: Compat = %q, want v1", tt.args, tt.vars, cfg.Compat)
+		}
+	}
+	wantErr(t, []string{"--compat=bogus"}, nil, `--compat must be v2, v1 or rf`, `got "bogus"`)
+	wantErr(t, []string{"--compat="}, nil, `--compat must be v2, v1 or rf`)
+	wantErr(t, nil, map[string]string{"DFLOCKD_COMPAT": "v3"}, `DFLOCKD_COMPAT must be v2, v1 or rf`, `got "v3"`)
+}
+
+// Under --compat=v1 the configuration rules of dflockd v1.10 apply (spec
+// §E.1): invalid environment values are ignored with a warning, the auth
+// token from the environment wins over the flag, --gc-max-idle must be > 0.
+func TestConfigCompatV1Rules(t *testing.T) {
+	bad := map[string]string{"DFLOCKD_COMPAT": "v1", "DFLOCKD_PORT": "sixty", "DFLOCKD_DEBUG": "on", "DFLOCKD_MAX_LOCKS": "-3"}
+	cfg, out := mustLoad(t, nil, bad)
+	if cfg.Port != 6388 || cfg.Debug || cfg.MaxLocks != 1024 {
+		t.Errorf("invalid env values not ignored: port %d debug %v max-locks %d", cfg.Port, cfg.Debug, cfg.MaxLocks)
+	}
+	for _, name := range []string{"DFLOCKD_PORT", "DFLOCKD_DEBUG", "DFLOCKD_MAX_LOCKS"} {
+		if !strings.Contains(out, "warning: "+name) || !strings.Contains(out, "ignored") {
+			t.Errorf("no warning for %s in %q", name, out)
+		}
+	}
+	// The same values stop a v2 server, and an invalid flag stops v1 too.
+	delete(bad, "DFLOCKD_COMPAT")
+	wantErr(t, nil, bad, "DFLOCKD_PORT must be an integer")
+	wantErr(t, []string{"--compat=v1", "--port=sixty"}, nil, "--port must be an integer")
+	// A valid env value still counts under v1.
+	if cfg, _ := mustLoad(t, []string{"--compat=v1"}, map[string]string{"DFLOCKD_PORT": "7000"}); cfg.Port != 7000 {
+		t.Errorf("DFLOCKD_PORT=7000 under v1: port %d", cfg.Port)
+	}
+
+	both := map[string]string{"DFLOCKD_AUTH_TOKEN": "from-env"}
+	if cfg, _ := mustLoad(t, []string{"--compat=v1", "--auth-token=from-flag"}, both); cfg.AuthToken != "from-env" {
+		t.Errorf("v1 auth token = %q, want the environment's", cfg.AuthToken)
+	}
+	if cfg, _ := mustLoad(t, []string{"--auth-token=from-flag"}, both); cfg.AuthToken != "from-flag" {
+		t.Errorf("v2 auth token = %q, want the flag's", cfg.AuthToken)
+	}
+
+	wantErr(t, []string{"--compat=v1", "--gc-max-idle=0"}, nil, "--gc-max-idle must be > 0 under --compat=v1")
+	if cfg, _ := mustLoad(t, []string{"--gc-max-idle=0"}, nil); cfg.GCMaxIdle != 0 {
+		t.Errorf("v2 --gc-max-idle=0: %v", cfg.GCMaxIdle)
+	}
 }
 
 func TestConfigHelpAndVersion(t *testing.T) {

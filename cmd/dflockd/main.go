@@ -17,6 +17,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/loop"
+	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -68,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		gdAddr = "tcp://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GodistlockPort))
 		logger.Printf("godistlock clients on %s", gdAddr)
 	}
+	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
 	srv := loop.New(loop.Config{
 		Addr:            "tcp://" + addr,
 		Loops:           loops,
@@ -78,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		GCInterval:      cfg.GCInterval,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Logf:            logger.Printf,
-		RF:              cfg.Compat == "rf",
+		Profile:         profile,
 		GodistlockAddr:  gdAddr,
 		Version:         "dflockd-ng/" + version,
 	}, clock)
@@ -95,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MaxKeys:          cfg.MaxKeys,
 		MaxListLength:    cfg.MaxListLength,
 		MaxSubscriptions: cfg.MaxSubscriptions,
-		RF:               cfg.Compat == "rf",
+		Profile:          profile,
 		Clock:            clock,
 		Fences:           fences,
 	}, srv)
