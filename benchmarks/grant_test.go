@@ -9,38 +9,37 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 )
-
-type nopNotifier struct{}
-
-func (nopNotifier) Deliver(*engine.Session, engine.Result) {}
-func (nopNotifier) Backlogged(*engine.Session) bool        { return false }
 
 // grantLoop is one engine with one session cycling lock/release on a key.
 type grantLoop struct {
 	eng      *engine.Engine
-	sess     *engine.Session
-	lock     parse.Request
-	rel      parse.Request
+	lock     engine.Command
+	rel      engine.Command
+	fx       engine.Effects
 	tokenBuf [fence.TokenLen]byte
 }
 
-func newGrantLoop(f engine.FenceSource) *grantLoop {
-	g := &grantLoop{eng: engine.New(engine.Config{Fences: f}, nopNotifier{})}
-	g.sess = g.eng.NewSession(nil)
-	g.lock = parse.Request{Op: parse.OpLock, Key: []byte("grant-bench"), Lease: 30}
-	g.rel = parse.Request{Op: parse.OpRelease, Key: []byte("grant-bench")}
+// newGrantLoop builds an engine whose fences count up from a's seed, each
+// reserved through a (a volatile allocator reserves nothing).
+func newGrantLoop(a *fence.Allocator) *grantLoop {
+	g := &grantLoop{eng: engine.New(engine.Config{FenceFloor: a.Seed(), Ceiling: a, TokenKey: engine.TokenKey{1}})}
+	at := timerwheel.Instant(1)
+	sess := g.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: at}, &g.fx).Session
+	g.lock = engine.Command{Session: sess, At: at, Req: parse.Request{Op: parse.OpLock, Key: []byte("grant-bench"), Lease: 30}}
+	g.rel = engine.Command{Session: sess, At: at, Req: parse.Request{Op: parse.OpRelease, Key: []byte("grant-bench")}}
 	return g
 }
 
 // grant acquires and releases once; the acquire draws one fence.
 func (g *grantLoop) grant(b *testing.B) {
-	r := g.eng.Do(g.sess, &g.lock)
+	r := g.eng.Apply(&g.lock, &g.fx)
 	if r.Status != parse.StatusOK {
 		b.Fatalf("lock: %+v", r)
 	}
-	g.rel.Token = r.Token.Append(g.tokenBuf[:0])
-	if r := g.eng.Do(g.sess, &g.rel); r.Status != parse.StatusOK {
+	g.rel.Req.Token = r.Token.Append(g.tokenBuf[:0])
+	if r := g.eng.Apply(&g.rel, &g.fx); r.Status != parse.StatusOK {
 		b.Fatalf("release: %+v", r)
 	}
 }

@@ -19,12 +19,12 @@ func TestAcquireReleaseDoesNotAllocate(t *testing.T) {
 	rel := parse.Request{Op: parse.OpRelease, Key: key}
 	var tok [32]byte
 	cycle := func() {
-		r := h.eng.Do(s, &lock)
+		r := h.apply(s, &lock)
 		if r.Status != parse.StatusOK {
 			t.Fatalf("lock: %+v", r)
 		}
 		rel.Token = r.Token.Append(tok[:0])
-		if r := h.eng.Do(s, &rel); r.Status != parse.StatusOK {
+		if r := h.apply(s, &rel); r.Status != parse.StatusOK {
 			t.Fatalf("release: %+v", r)
 		}
 	}
@@ -43,10 +43,10 @@ func TestCounterAndKVReadsDoNotAllocate(t *testing.T) {
 	get := parse.Request{Op: parse.OpGet, Key: []byte("ctr")}
 	kget := parse.Request{Op: parse.OpKGet, Key: []byte("kv")}
 	h.do(s, "kset", "kv", "some value")
-	h.eng.Do(s, &incr)
+	h.apply(s, &incr)
 	for name, req := range map[string]*parse.Request{"incr": &incr, "get": &get, "kget hit": &kget} {
 		if n := testing.AllocsPerRun(1000, func() {
-			if r := h.eng.Do(s, req); r.Status != parse.StatusOK {
+			if r := h.apply(s, req); r.Status != parse.StatusOK {
 				t.Fatalf("%s: %+v", name, r)
 			}
 		}); n != 0 {

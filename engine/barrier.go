@@ -21,12 +21,12 @@ type barrier struct {
 }
 
 // barrierWaiter is a session parked in bwait. Like a pop waiter, only the
-// session's goroutine writes Session.bar; done is set under the shard lock.
+// session's goroutine writes session.bar; done is set under the shard lock.
 type barrierWaiter struct {
 	timer timerwheel.Node
 	sh    *shard
 	b     *barrier
-	sess  *Session
+	sess  *session
 	ln    waitLinks[barrierWaiter]
 	done  bool
 }
@@ -35,11 +35,10 @@ type barrierList = waitList[barrierWaiter, *barrierWaiter]
 
 func (w *barrierWaiter) links() *waitLinks[barrierWaiter] { return &w.ln }
 
-func (e *Engine) bwait(s *Session, r *parse.Request) Result {
+func (e *Engine) bwait(s *session, r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	b := sh.barriers[string(r.Key)]
 	if b == nil {
 		if !e.admitKey() {
@@ -81,7 +80,7 @@ func (e *Engine) bwait(s *Session, r *parse.Request) Result {
 func (sh *shard) tripLocked(b *barrier, st parse.Status) {
 	for w := b.parts.head; w != nil; w = b.parts.head {
 		sh.endBarrierWaitLocked(w)
-		sh.eng.notify.Deliver(w.sess, status(st))
+		sh.deliverLocked(w.sess, status(st))
 	}
 	delete(sh.barriers, b.key)
 	sh.eng.forgetKey()
@@ -114,5 +113,5 @@ func (sh *shard) dropBarrierIfEmptyLocked(b *barrier) {
 // barrierTimedOutLocked answers a participant whose timeout fired.
 func (sh *shard) barrierTimedOutLocked(w *barrierWaiter) {
 	sh.leaveBarrierLocked(w)
-	sh.eng.notify.Deliver(w.sess, status(parse.StatusTimeout))
+	sh.deliverLocked(w.sess, status(parse.StatusTimeout))
 }

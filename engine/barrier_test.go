@@ -48,7 +48,7 @@ func TestBarrierLeaverV2AndBreakingRF(t *testing.T) {
 	// A disconnect breaks it too.
 	wantBlocked(t, rf.do(a, "bwait", "d", "3 10"))
 	wantBlocked(t, rf.do(b, "bwait", "d", "3 10"))
-	rf.eng.Close(a)
+	rf.close(a)
 	rf.wantDelivered(b, parse.StatusTimeout)
 	rf.wantNothing(a)
 	// A non-blocking arrival that does not trip breaks it as well.
@@ -62,6 +62,6 @@ func TestBarrierMaxKeysAndDrain(t *testing.T) {
 	a, b := h.session(), h.session()
 	wantBlocked(t, h.do(a, "bwait", "x", "2 10"))
 	wantStatus(t, h.do(b, "bwait", "y", "2 10"), parse.StatusErrorMaxKeys)
-	h.eng.Drain()
+	h.drain()
 	h.wantDelivered(a, parse.StatusError)
 }

@@ -7,66 +7,67 @@ import (
 
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
 // Benchmarks of the engine alone (no parsing, no sockets), with the
-// production defaults: real clock, timer driver running, volatile fence
-// allocator, crypto salt. One op is one full cycle as named below.
+// production defaults apart from the clock: commands carry a fixed time,
+// as if every request of a read batch arrived at once. One op is one full
+// cycle as named below.
 
-// benchNotifier stores a delivery in the session's owner, allocation-free.
-type benchNotifier struct{}
-
-type benchOwner struct{ last Result }
-
-func (benchNotifier) Deliver(s *Session, r Result) { s.Owner.(*benchOwner).last = r }
-func (benchNotifier) Backlogged(*Session) bool     { return false }
+var benchAt = timerwheel.Instant(1e9)
 
 func newBenchEngine(b *testing.B) *Engine {
 	b.Helper()
-	e := New(Config{}, benchNotifier{})
-	e.Start()
-	b.Cleanup(e.Stop)
-	return e
+	return New(Config{TokenKey: testKey, FenceFloor: 1 << 60})
+}
+
+// benchOpen opens a session.
+func benchOpen(e *Engine) SessionID {
+	var fx Effects
+	return e.Apply(&Command{Kind: KindOpen, At: benchAt}, &fx).Session
 }
 
 // benchLocker runs l+r cycles on one key for one session.
 type benchLocker struct {
 	e        *Engine
-	s        *Session
-	lock     parse.Request
-	rel      parse.Request
+	lock     Command
+	rel      Command
+	fx       Effects
 	tok      [fence.TokenLen]byte
 	granted  int
 	timedOut int
 }
 
 func newBenchLocker(e *Engine, op parse.Op, key string, limit int64) *benchLocker {
-	l := &benchLocker{e: e, s: e.NewSession(&benchOwner{})}
+	s := benchOpen(e)
+	l := &benchLocker{e: e}
 	rel := parse.OpRelease
 	if op == parse.OpSemLock {
 		rel = parse.OpSemRelease
 	}
-	l.lock = parse.Request{Op: op, Key: []byte(key), Lease: 10, Limit: limit}
-	l.rel = parse.Request{Op: rel, Key: []byte(key)}
+	l.lock = Command{Session: s, At: benchAt, Req: parse.Request{Op: op, Key: []byte(key), Lease: 10, Limit: limit}}
+	l.rel = Command{Session: s, At: benchAt, Req: parse.Request{Op: rel, Key: []byte(key)}}
 	return l
 }
 
 // cycle tries the lock (timeout 0) and releases it when granted. It
 // reports with Errorf: RunParallel bodies must not call Fatal.
 func (l *benchLocker) cycle(b *testing.B) {
-	r := l.e.Do(l.s, &l.lock)
+	l.fx.Reset()
+	r := l.e.Apply(&l.lock, &l.fx)
 	if r.Status != parse.StatusOK {
 		if r.Status == parse.StatusTimeout {
 			l.timedOut++
 			return
 		}
-		b.Errorf("%s: %+v", l.lock.Op, r)
+		b.Errorf("%s: %+v", l.lock.Req.Op, r)
 		return
 	}
 	l.granted++
-	l.rel.Token = r.Token.Append(l.tok[:0])
-	if r := l.e.Do(l.s, &l.rel); r.Status != parse.StatusOK {
-		b.Errorf("%s: %+v", l.rel.Op, r)
+	l.rel.Req.Token = r.Token.Append(l.tok[:0])
+	if r := l.e.Apply(&l.rel, &l.fx); r.Status != parse.StatusOK {
+		b.Errorf("%s: %+v", l.rel.Req.Op, r)
 	}
 }
 
@@ -136,24 +137,26 @@ func BenchmarkSemaphore(b *testing.B) {
 // BenchmarkTwoPhase: e (fast path "acquired") + w (observes the grant) + r.
 func BenchmarkTwoPhase(b *testing.B) {
 	e := newBenchEngine(b)
-	s := e.NewSession(&benchOwner{})
+	s := benchOpen(e)
 	key := []byte("bench-2pc")
-	enq := parse.Request{Op: parse.OpEnqueue, Key: key, Lease: 10}
-	wait := parse.Request{Op: parse.OpWait, Key: key, Timeout: 5}
-	rel := parse.Request{Op: parse.OpRelease, Key: key}
+	enq := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpEnqueue, Key: key, Lease: 10}}
+	wait := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpWait, Key: key, Timeout: 5}}
+	rel := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpRelease, Key: key}}
 	var tok [fence.TokenLen]byte
+	var fx Effects
 	cycle := func() {
-		if r := e.Do(s, &enq); r.Status != parse.StatusAcquired {
+		if r := e.Apply(&enq, &fx); r.Status != parse.StatusAcquired {
 			b.Fatalf("e: %+v", r)
 		}
-		r := e.Do(s, &wait)
+		r := e.Apply(&wait, &fx)
 		if r.Status != parse.StatusOK || r.Kind != KindGrant {
 			b.Fatalf("w: %+v", r)
 		}
-		rel.Token = r.Token.Append(tok[:0])
-		if r := e.Do(s, &rel); r.Status != parse.StatusOK {
+		rel.Req.Token = r.Token.Append(tok[:0])
+		if r := e.Apply(&rel, &fx); r.Status != parse.StatusOK {
 			b.Fatalf("r: %+v", r)
 		}
+		fx.Reset()
 	}
 	cycle()
 	b.ReportAllocs()
@@ -163,35 +166,38 @@ func BenchmarkTwoPhase(b *testing.B) {
 }
 
 // BenchmarkHandOff: a waiter parks behind the holder, the holder releases,
-// and the grant reaches the waiter through the Notifier; then the two
-// swap roles. One op is one park plus one hand-off.
+// and the grant comes back as an effect for the waiter; then the two swap
+// roles. One op is one park plus one hand-off.
 func BenchmarkHandOff(b *testing.B) {
 	e := newBenchEngine(b)
 	key := []byte("bench-handoff")
-	holder, waiter := e.NewSession(&benchOwner{}), e.NewSession(&benchOwner{})
-	park := parse.Request{Op: parse.OpLock, Key: key, Timeout: 10, Lease: 10}
-	rel := parse.Request{Op: parse.OpRelease, Key: key}
+	holder, waiter := benchOpen(e), benchOpen(e)
+	park := Command{At: benchAt, Req: parse.Request{Op: parse.OpLock, Key: key, Timeout: 10, Lease: 10}}
+	rel := Command{At: benchAt, Req: parse.Request{Op: parse.OpRelease, Key: key}}
 	var tok [fence.TokenLen]byte
-	r := e.Do(holder, &park)
+	var fx Effects
+	park.Session = holder
+	r := e.Apply(&park, &fx)
 	if r.Status != parse.StatusOK {
 		b.Fatalf("first l: %+v", r)
 	}
 	held := r.Token
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := e.Do(waiter, &park); !r.Blocked {
+		park.Session = waiter
+		if r := e.Apply(&park, &fx); !r.Blocked {
 			b.Fatalf("l behind the holder: %+v", r)
 		}
-		rel.Token = held.Append(tok[:0])
-		if r := e.Do(holder, &rel); r.Status != parse.StatusOK {
+		rel.Session = holder
+		rel.Req.Token = held.Append(tok[:0])
+		if r := e.Apply(&rel, &fx); r.Status != parse.StatusOK {
 			b.Fatalf("r: %+v", r)
 		}
-		got := waiter.Owner.(*benchOwner).last
-		if got.Status != parse.StatusOK || got.Kind != KindGrant {
-			b.Fatalf("delivery: %+v", got)
+		if len(fx.List) != 1 || fx.List[0].To != waiter || fx.List[0].Result.Kind != KindGrant {
+			b.Fatalf("effects: %+v", fx.List)
 		}
-		held = got.Token
-		waiter.Owner.(*benchOwner).last = Result{}
+		held = fx.List[0].Result.Token
+		fx.Reset()
 		holder, waiter = waiter, holder
 	}
 }

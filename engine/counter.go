@@ -15,11 +15,10 @@ type counter struct {
 
 // counterOp serves incr, decr, get and cset. Overflow is an error that
 // leaves the value unchanged.
-func (e *Engine) counterOp(r *parse.Request) Result {
+func (e *Engine) counterOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	c := sh.counters[string(r.Key)]
 	if r.Op == parse.OpGet {
 		if c == nil {
@@ -60,7 +59,9 @@ func (e *Engine) counterOp(r *parse.Request) Result {
 		sh.counters[string(r.Key)] = c
 	}
 	c.value, c.lastActive = next, now.Tick()
-	e.watchEvent(r.Op.String(), string(r.Key))
+	if sh.watching() {
+		sh.watchEventLocked(r.Op.String(), string(r.Key))
+	}
 	if r.Op == parse.OpCSet {
 		return status(parse.StatusOK)
 	}

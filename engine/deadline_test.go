@@ -23,7 +23,7 @@ func (h *harness) at(t timerwheel.Tick, ns timerwheel.Instant) timerwheel.Instan
 // expireAt moves the clock to instant i and fires due timers.
 func (h *harness) expireAt(i timerwheel.Instant) {
 	h.clock.SetInstant(i)
-	h.eng.Expire()
+	h.expire()
 }
 
 // TestDeadlinesNeverEndEarly starts every kind of deadline at x.999999 ms and
@@ -36,22 +36,22 @@ func TestDeadlinesNeverEndEarly(t *testing.T) {
 		name string
 		// start begins the deadline at the current clock; running checks,
 		// a little later, that it has not ended; ended that it has.
-		start   func(h *harness, a, b *Session)
-		running func(h *harness, a, b *Session)
-		ended   func(h *harness, a, b *Session)
+		start   func(h *harness, a, b SessionID)
+		running func(h *harness, a, b SessionID)
+		ended   func(h *harness, a, b SessionID)
 	}{{
 		name:    "lock lease",
-		start:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(a, "l", "k", "0 2"), 2) },
-		running: func(h *harness, a, b *Session) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
-		ended:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
+		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "l", "k", "0 2"), 2) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name:    "semaphore lease",
-		start:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(a, "sl", "k", "0 1 2"), 2) },
-		running: func(h *harness, a, b *Session) { wantStatus(h.t, h.do(b, "sl", "k", "0 1"), parse.StatusTimeout) },
-		ended:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(b, "sl", "k", "0 1"), 33) },
+		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "sl", "k", "0 1 2"), 2) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "sl", "k", "0 1"), parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "sl", "k", "0 1"), 33) },
 	}, {
 		name: "renewed lease",
-		start: func(h *harness, a, b *Session) {
+		start: func(h *harness, a, b SessionID) {
 			// Granted at a whole tick, renewed late in another one.
 			now := h.clock.Now()
 			h.clock.SetInstant(timerwheel.Of(now.Tick() - 500))
@@ -61,56 +61,56 @@ func TestDeadlinesNeverEndEarly(t *testing.T) {
 				h.t.Fatalf("renew: %+v", r)
 			}
 		},
-		running: func(h *harness, a, b *Session) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
-		ended:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name: "acquire timeout",
-		start: func(h *harness, a, b *Session) {
+		start: func(h *harness, a, b SessionID) {
 			now := h.clock.Now()
 			h.clock.SetInstant(timerwheel.Of(now.Tick() - 10))
 			wantGrant(h.t, h.do(a, "l", "k", "0 30"), 30)
 			h.clock.SetInstant(now)
 			wantBlocked(h.t, h.do(b, "l", "k", "2"))
 		},
-		running: func(h *harness, a, b *Session) { h.wantNothing(b) },
-		ended:   func(h *harness, a, b *Session) { h.wantDelivered(b, parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { h.wantNothing(b) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, parse.StatusTimeout) },
 	}, {
 		name: "wait timeout",
-		start: func(h *harness, a, b *Session) {
+		start: func(h *harness, a, b SessionID) {
 			wantGrant(h.t, h.do(a, "l", "k", "0 30"), 30)
 			wantStatus(h.t, h.do(b, "e", "k", ""), parse.StatusQueued)
 			wantBlocked(h.t, h.do(b, "w", "k", "2"))
 		},
-		running: func(h *harness, a, b *Session) { h.wantNothing(b) },
-		ended:   func(h *harness, a, b *Session) { h.wantDelivered(b, parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { h.wantNothing(b) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, parse.StatusTimeout) },
 	}, {
 		name:  "two-phase lease restarted by w",
-		start: func(h *harness, a, b *Session) { wantStatus(h.t, h.do(a, "e", "k", "2"), parse.StatusAcquired) },
-		running: func(h *harness, a, b *Session) {
+		start: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "e", "k", "2"), parse.StatusAcquired) },
+		running: func(h *harness, a, b SessionID) {
 			// w at the same late instant restarts the lease: still held.
 			wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout)
 		},
-		ended: func(h *harness, a, b *Session) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
+		ended: func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name:    "KV TTL",
-		start:   func(h *harness, a, b *Session) { wantStatus(h.t, h.do(a, "kset", "k", "v\t2"), parse.StatusOK) },
-		running: func(h *harness, a, b *Session) { wantValue(h.t, h.do(b, "kget", "k", "_"), "v") },
-		ended:   func(h *harness, a, b *Session) { wantStatus(h.t, h.do(b, "kget", "k", "_"), parse.StatusNil) },
+		start:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "kset", "k", "v\t2"), parse.StatusOK) },
+		running: func(h *harness, a, b SessionID) { wantValue(h.t, h.do(b, "kget", "k", "_"), "v") },
+		ended:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "kget", "k", "_"), parse.StatusNil) },
 	}, {
 		name:    "blocking pop timeout",
-		start:   func(h *harness, a, b *Session) { wantBlocked(h.t, h.do(a, "blpop", "q", "2")) },
-		running: func(h *harness, a, b *Session) { h.wantNothing(a) },
-		ended:   func(h *harness, a, b *Session) { h.wantDelivered(a, parse.StatusNil) },
+		start:   func(h *harness, a, b SessionID) { wantBlocked(h.t, h.do(a, "blpop", "q", "2")) },
+		running: func(h *harness, a, b SessionID) { h.wantNothing(a) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, parse.StatusNil) },
 	}, {
 		name:    "barrier timeout",
-		start:   func(h *harness, a, b *Session) { wantBlocked(h.t, h.do(a, "bwait", "b", "2 2")) },
-		running: func(h *harness, a, b *Session) { h.wantNothing(a) },
-		ended:   func(h *harness, a, b *Session) { h.wantDelivered(a, parse.StatusTimeout) },
+		start:   func(h *harness, a, b SessionID) { wantBlocked(h.t, h.do(a, "bwait", "b", "2 2")) },
+		running: func(h *harness, a, b SessionID) { h.wantNothing(a) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, parse.StatusTimeout) },
 	}, {
 		name:    "election lease",
-		start:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(a, "elect", "e", "0 2"), 2) },
-		running: func(h *harness, a, b *Session) { wantStatus(h.t, h.do(b, "elect", "e", "0"), parse.StatusTimeout) },
-		ended:   func(h *harness, a, b *Session) { wantGrant(h.t, h.do(b, "elect", "e", "0"), 33) },
+		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "elect", "e", "0 2"), 2) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "elect", "e", "0"), parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "elect", "e", "0"), 33) },
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,21 +1,32 @@
-// Package engine holds the semantics of every dflockd primitive: FIFO locks
-// and semaphores with leases, two-phase enqueue/wait, disconnect cleanup,
-// idle-key GC and the stats snapshot; and those of the redis-feats line,
-// one file each: read-write locks (in lock.go's mode), counter.go, kv.go,
-// list.go, pubsub.go over sublist.go, watch.go, barrier.go, election.go.
+// Package engine holds the semantics of every dflockd primitive, as a
+// deterministic state machine: FIFO locks and semaphores with leases,
+// two-phase enqueue/wait, disconnect cleanup, idle-key GC and the stats
+// snapshot; and those of the redis-feats line, one file each: read-write
+// locks (in lock.go's mode), counter.go, kv.go, list.go, pubsub.go over
+// sublist.go, watch.go, barrier.go, election.go.
+//
+// Commands in, results and effects out. A Command is a value: the session
+// it comes from (a number), the operation and its arguments, and the time
+// it happens at. Apply runs it and returns the caller's Result; what it
+// does to other sessions (a grant to a waiter, a timeout, a push) is
+// appended to a caller-owned Effects, addressed by session id, and
+// delivered by the caller once the engine's locks are released. Time is an
+// input like any other: Advance(at) fires the timers due by at through the
+// same code. A session's open and close, GC and drain are commands too.
+// The fence counter is engine state, and token salts are a keyed hash of
+// the fence (token.go). So the engine starts no goroutine, reads no clock
+// and no randomness, and two engines fed the same commands make the same
+// decisions, in the same order: the replicas of a cluster, or a recorded
+// log replayed in a test.
 //
 // State is split into shards chosen by xxhash of the key; each shard is a
 // mutex, the key maps, a timer wheel for its leases and timeouts, and free
 // lists that make the uncontended acquire/release path allocation-free.
-// Requests run to completion on the goroutine that calls Do (an event loop);
-// events aimed at another connection (a grant to a waiter, a timeout) are
-// handed to the Notifier, which must queue them without blocking.
 //
-// Concurrency: Engine methods are safe for concurrent use, except that all
-// calls carrying one Session must come from one goroutine at a time (the
-// connection's event loop). See LOCKING.md for the lock order.
+// Concurrency: Apply and Advance are safe for concurrent use, except that
+// the commands of one session must be applied one at a time, in order.
+// See LOCKING.md for the lock order.
 //
-// The engine knows nothing of gnet or sockets. Given the same clock readings
-// and entropy it makes the same decisions, which keeps it testable with a
-// fake clock and replicable later.
+// The engine knows nothing of transports, gnet or sockets, and nothing of
+// the wire text: parse encodes what it returns.
 package engine

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/dflockd-ng/dflockd/parse"
@@ -34,12 +36,12 @@ type election struct {
 // leaderWatcher is one session's registration on a name: one entry per
 // session, whichever way it joined (unobserve removes it entirely).
 type leaderWatcher struct {
-	sess     *Session
+	sess     *session
 	observer bool // joined by observe
 	holder   bool // joined by winning an elect; resign drops it
 }
 
-func (el *election) find(s *Session) *leaderWatcher {
+func (el *election) find(s *session) *leaderWatcher {
 	for i := range el.watchers {
 		if el.watchers[i].sess == s {
 			return &el.watchers[i]
@@ -85,21 +87,15 @@ func (se *sessionElections) count() int {
 	return len(se.names)
 }
 
-// close refuses further registrations and returns the names to leave.
-func (se *sessionElections) close() map[string]struct{} {
+// close refuses further registrations and returns the names to leave,
+// sorted, so that a close acts in the same order on every replica.
+func (se *sessionElections) close() []string {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	se.closed = true
-	names := se.names
+	names := slices.Sorted(maps.Keys(se.names))
 	se.names = nil
 	return names
-}
-
-// elect serves elect: a limit-1 lock acquire flagged so that its grant
-// elects the session (grantLocked → electedLocked).
-func (e *Engine) elect(s *Session, r *parse.Request) Result {
-	m := mode{limit: 1, elect: true}
-	return e.acquire(s, nsLock, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease))
 }
 
 // resign releases the leader's lease (any session with the token may),
@@ -109,11 +105,10 @@ func (e *Engine) elect(s *Session, r *parse.Request) Result {
 // observing resigner is told like any observer), tells the remaining
 // watchers and only then hands the lock on, so that they see resigned
 // before the next leader's failover and elected.
-func (e *Engine) resign(s *Session, key, tok []byte) Result {
+func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	sl, _ := sh.holderLocked(nsLock, key, tok, now)
 	if sl == nil {
 		return status(parse.StatusError)
@@ -135,15 +130,15 @@ func (e *Engine) resign(s *Session, key, tok []byte) Result {
 // leader, pushes "leader elected" to it at once. Re-observing keeps one
 // registration; the rf profile repeats the push each time (spec §I.2 O4:
 // clients use it to ask "is there a leader?"), v2 pushes only on joining.
-func (e *Engine) observe(s *Session, key []byte) Result {
+func (e *Engine) observe(s *session, key []byte, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
 	name := string(key)
 	w := sh.findLeaderWatcherLocked(name, s)
 	switch {
 	case w == nil:
-		if max := e.cfg.MaxSubscriptions; max > 0 && e.subscriptions(s) >= max {
+		if max := e.cfg.MaxSubscriptions; max > 0 && e.subscriptions(s.id) >= max {
 			return status(parse.StatusError) // rf counts observe with listen and watch (§B.9)
 		}
 		if w = sh.addLeaderWatcherLocked(name, s); w == nil {
@@ -153,16 +148,16 @@ func (e *Engine) observe(s *Session, key []byte) Result {
 		return status(parse.StatusOK)
 	}
 	w.observer = true
-	if sh.hasLeaderLocked(key, e.clock.Now()) {
-		e.notify.Deliver(s, leaderPush("elected", name))
+	if sh.hasLeaderLocked(key, now) {
+		sh.deliverLocked(s, leaderPush("elected", name))
 	}
 	return status(parse.StatusOK)
 }
 
 // unobserve removes s's registration on name, holder or observer.
-func (e *Engine) unobserve(s *Session, key []byte) Result {
+func (e *Engine) unobserve(s *session, key []byte, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	sh.unwatchLeaderLocked(string(key), s)
 	sh.unlock()
 	return status(parse.StatusOK)
@@ -186,7 +181,7 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 // holder watcher and every other watcher learns of it.
 func (sh *shard) electedLocked(sl *slot) {
 	key, s := sl.res.key, sl.sess
-	sh.eng.watchEvent(evElect, key)
+	sh.watchEventLocked(evElect, key)
 	w := sh.findLeaderWatcherLocked(key, s)
 	if w == nil {
 		w = sh.addLeaderWatcherLocked(key, s)
@@ -208,7 +203,7 @@ func (sh *shard) failoverLocked(r *resource) {
 
 // leaderPushLocked pushes "leader <event> <key>" to the watchers of key
 // except one session (nil: all).
-func (sh *shard) leaderPushLocked(key, event string, except *Session) {
+func (sh *shard) leaderPushLocked(key, event string, except *session) {
 	el := sh.elections[key]
 	if el == nil {
 		return
@@ -216,17 +211,15 @@ func (sh *shard) leaderPushLocked(key, event string, except *Session) {
 	push := leaderPush(event, key)
 	for i := range el.watchers {
 		if s := el.watchers[i].sess; s != except {
-			sh.eng.notify.Deliver(s, push)
+			sh.deliverLocked(s, push)
 		}
 	}
 }
 
-func leaderPush(event, key string) Result {
-	return Result{Status: parse.StatusOK, Kind: KindPush, Value: "leader " + event + " " + key}
-}
+func leaderPush(event, key string) Result { return pushResult(parse.PushLeader, event, key) }
 
 // findLeaderWatcherLocked returns s's registration on key, or nil.
-func (sh *shard) findLeaderWatcherLocked(key string, s *Session) *leaderWatcher {
+func (sh *shard) findLeaderWatcherLocked(key string, s *session) *leaderWatcher {
 	if el := sh.elections[key]; el != nil {
 		return el.find(s)
 	}
@@ -235,7 +228,7 @@ func (sh *shard) findLeaderWatcherLocked(key string, s *Session) *leaderWatcher 
 
 // addLeaderWatcherLocked registers s on key (it must not be yet); nil when
 // the session is closing and may not register any more.
-func (sh *shard) addLeaderWatcherLocked(key string, s *Session) *leaderWatcher {
+func (sh *shard) addLeaderWatcherLocked(key string, s *session) *leaderWatcher {
 	if !s.elections.add(key) {
 		return nil
 	}
@@ -249,7 +242,7 @@ func (sh *shard) addLeaderWatcherLocked(key string, s *Session) *leaderWatcher {
 }
 
 // unwatchLeaderLocked removes s's registration on key, if any.
-func (sh *shard) unwatchLeaderLocked(key string, s *Session) {
+func (sh *shard) unwatchLeaderLocked(key string, s *session) {
 	el := sh.elections[key]
 	if el == nil {
 		return
@@ -271,17 +264,21 @@ func (sh *shard) unwatchLeaderLocked(key string, s *Session) {
 }
 
 // leaveElections removes every registration of a closing session.
-func (e *Engine) leaveElections(s *Session) {
-	for name := range s.elections.close() {
+func (e *Engine) leaveElections(s *session, fx *Effects) {
+	for _, name := range s.elections.close() {
 		sh := e.shardFor([]byte(name))
-		sh.lock()
+		sh.lock(fx)
 		sh.unwatchLeaderLocked(name, s)
 		sh.unlock()
 	}
 }
 
-// subscriptions counts s's registrations for --max-subscriptions: rf
-// counts listen, watch and observe together (spec §B.9).
-func (e *Engine) subscriptions(s *Session) int {
-	return e.subs.Count(s) + e.watches.Count(s) + s.elections.count()
+// subscriptions counts a session's registrations for --max-subscriptions:
+// rf counts listen, watch and observe together (spec §B.9).
+func (e *Engine) subscriptions(id SessionID) int {
+	n := e.subs.Count(id) + e.watches.Count(id)
+	if s := e.sessions.get(id); s != nil {
+		n += s.elections.count()
+	}
+	return n
 }

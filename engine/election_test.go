@@ -8,7 +8,7 @@ import (
 	"github.com/dflockd-ng/dflockd/parse"
 )
 
-func (h *harness) wantPushes(s *Session, want ...string) {
+func (h *harness) wantPushes(s SessionID, want ...string) {
 	h.t.Helper()
 	if got := h.pushes(s); !slices.Equal(got, want) {
 		h.t.Fatalf("pushes\n got %q\nwant %q", got, want)
@@ -92,7 +92,7 @@ func TestLeaderExpiryAndDisconnect(t *testing.T) {
 	// nothing at all to the closed session.
 	c := h.session()
 	wantBlocked(t, h.do(c, "elect", "x", "10 30"))
-	h.eng.Close(b)
+	h.close(b)
 	h.wantNothing(b)
 	h.wantPushes(obs, "leader failover x", "leader elected x")
 	h.wantPushes(a, "leader failover x", "leader elected x")
@@ -100,13 +100,13 @@ func TestLeaderExpiryAndDisconnect(t *testing.T) {
 
 	// A closed session's registrations are gone: c's later resign reaches
 	// a and obs only, and no entry for b is left behind.
-	h.eng.Close(a)
+	h.close(a)
 	wantStatus(t, h.do(obs, "unobserve", "x", ""), parse.StatusOK)
 	sh := h.eng.shardFor([]byte("x"))
-	if el := sh.elections["x"]; el == nil || len(el.watchers) != 1 || el.watchers[0].sess != c {
+	if el := sh.elections["x"]; el == nil || len(el.watchers) != 1 || el.watchers[0].sess.id != c {
 		t.Fatalf("watchers left: %+v", el)
 	}
-	h.eng.Close(c)
+	h.close(c)
 	if _, ok := sh.elections["x"]; ok {
 		t.Fatal("election entry kept after its last watcher closed")
 	}
@@ -131,7 +131,7 @@ func TestObserveRepeats(t *testing.T) {
 		wantStatus(t, h.do(obs, "unobserve", "k", ""), parse.StatusOK) // idempotent
 		c := h.session()
 		wantBlocked(t, h.do(c, "elect", "k", "5"))
-		h.eng.Close(a)
+		h.close(a)
 		h.wantNothing(obs)
 		h.wantDelivered(c, parse.StatusOK)
 	}

@@ -1,13 +1,13 @@
 package engine
 
 import (
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -18,9 +18,6 @@ const (
 	DefaultLease    = 33 * time.Second
 	DefaultMaxLocks = 1024
 	DefaultGCIdle   = 60 * time.Second
-	// expireBudget bounds the timers one Expire call fires while holding a
-	// shard lock, so an expiry storm cannot starve requests on that shard.
-	expireBudget = 512
 )
 
 // Config tunes an Engine. The zero value of every field means its default.
@@ -29,90 +26,62 @@ type Config struct {
 	DefaultLease time.Duration // lease when a request names none
 	MaxLocks     int           // distinct lock + semaphore keys; <0 = unlimited
 	MaxWaiters   int           // queued waiters per key; 0 = unlimited
-	// KeepOnDisconnect keeps a closed connection's held slots until their
+	// KeepOnDisconnect keeps a closed session's held slots until their
 	// leases run out (--auto-release-on-disconnect=false). Waiters are
 	// always cancelled (spec §I.7).
 	KeepOnDisconnect bool
 	GCMaxIdle        time.Duration // idle keys older than this are pruned; <0 = at once
 	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
 	MaxListLength    int           // items per list; 0 = unlimited
-	MaxSubscriptions int           // listen registrations per connection; 0 = unlimited
+	MaxSubscriptions int           // listen registrations per session; 0 = unlimited
 	// Profile selects the semantics of a dflockd release line where they
 	// differ from v2 (spec §I): see the uses of e.rf() and of the
 	// profile's methods.
 	Profile parse.Profile
-	Clock   timerwheel.Clock
-	Fences  FenceSource // default: a volatile fence.Allocator
-	// NewSalt makes one salt source per shard (token entropy); tests may
-	// substitute a deterministic one.
-	NewSalt func() SaltSource
+	// Start is the time of the engine's creation; the first command's At
+	// must not be earlier.
+	Start timerwheel.Instant
+	// FenceFloor: every fence issued is above it (single node: the
+	// recovered durable ceiling, or the clock at startup, spec §C.2).
+	FenceFloor uint64
+	// Ceiling, if set, must admit each fence before it is issued.
+	Ceiling FenceCeiling
+	// TokenKey keys the token salts (token.go); pick it at random.
+	TokenKey TokenKey
+	// OnDeadline, if set, is told when a shard's earliest deadline moves
+	// earlier, so that a timer driver can wake in time to call Advance.
+	// It runs with the shard's lock held and must not block.
+	OnDeadline func(shard int, at timerwheel.Tick)
 }
 
-// FenceSource hands out strictly increasing fences (fence.Allocator).
-type FenceSource interface{ Next() (uint64, error) }
-
-// SaltSource yields the random half of tokens; used under a shard lock.
-type SaltSource interface{ Next() uint64 }
-
-// Notifier receives events for sessions other than the caller's. Deliver
-// is called with a shard lock held: it must queue and return at once.
-type Notifier interface {
-	Deliver(s *Session, r Result)
-	// Backlogged reports whether one more push to s would exceed its
-	// unread-push bound; queue groups then pick another member.
-	Backlogged(s *Session) bool
-}
-
-// Result is the outcome of a request, or an event delivered later.
-type Result struct {
-	Status parse.Status
-	Kind   ResultKind
-	Token  fence.Token
-	Lease  int64  // seconds, for grants; remaining seconds for renewals
-	Int    int64  // KindInt
-	Value  string // KindValue; immutable, safe to use after the lock is gone
-	// Blocked: no reply yet; exactly one Result for this request will
-	// reach the session through the Notifier.
-	Blocked bool
-	// Tag is the caller's tag of a tagged acquire (AcquireTagged, see
-	// foreign.go), copied into its delivery so that a session with several
-	// parked acquires can tell them apart; 0 for every other request.
-	Tag uint32
-}
-
-// ResultKind tells the loop how to encode a Result.
-type ResultKind uint8
-
-const (
-	KindStatus ResultKind = iota // bare status word
-	KindGrant                    // "<status> <token> <lease>"
-	KindRenew                    // "ok <remaining>"
-	KindInt                      // "ok <integer>"
-	KindValue                    // "ok <value>"
-	// KindPush is an asynchronous line (Value, e.g. "sig <ch> <payload>")
-	// for a subscriber; it answers no request and unblocks nothing.
-	KindPush
-)
-
-// Engine is the lock table. Create it with New, start its timers with
-// Start, and stop them with Stop.
+// Engine is the state of every primitive: a deterministic state machine.
+// Apply runs a command and returns its caller's Result; Advance moves
+// time forward and fires what is due. Both append their effects on other
+// sessions (late replies, pushes) to a caller-owned Effects, in order,
+// without delivering anything: the engine starts no goroutine, reads no
+// clock and no randomness, and knows nothing of transports.
+//
+// Concurrency: Apply and Advance are safe for concurrent use, except that
+// the commands of one session must be applied one at a time, in order.
+// Commands on different keys run in parallel (xxhash shards, one mutex
+// each); see LOCKING.md.
 type Engine struct {
 	cfg      Config
 	shards   []shard
 	mask     uint64
-	notify   Notifier
-	clock    timerwheel.Clock
-	driver   *timerwheel.Driver
-	subs     *Sublist     // pub/sub subscriptions
-	watches  *Sublist     // key watches
+	subs     *Sublist // pub/sub subscriptions
+	watches  *Sublist // key watches
+	sessions sessionTable
 	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
 	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
-	sessions atomic.Uint64
-	draining atomic.Bool // after Drain: no request may start waiting
+	fence    atomic.Uint64
+	k0, k1   uint64      // TokenKey
+	draining atomic.Bool // after a drain: no request may start waiting
+	adv      advancer
 }
 
-// New builds an engine. n receives deliveries for parked sessions.
-func New(cfg Config, n Notifier) *Engine {
+// New builds an engine.
+func New(cfg Config) *Engine {
 	if cfg.Shards <= 0 {
 		cfg.Shards = DefaultShards
 	}
@@ -137,53 +106,24 @@ func New(cfg Config, n Notifier) *Engine {
 	} else if cfg.GCMaxIdle < 0 {
 		cfg.GCMaxIdle = 0
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = timerwheel.NewMonoClock()
-	}
-	if cfg.Fences == nil {
-		cfg.Fences = fence.NewVolatile()
-	}
-	if cfg.NewSalt == nil {
-		cfg.NewSalt = func() SaltSource { return fence.NewSalt() }
-	}
 	e := &Engine{
 		cfg:     cfg,
 		shards:  make([]shard, shards),
 		mask:    uint64(shards - 1),
-		notify:  n,
-		clock:   cfg.Clock,
 		subs:    NewSublist(),
 		watches: NewSublist(),
+		k0:      binary.LittleEndian.Uint64(cfg.TokenKey[:8]),
+		k1:      binary.LittleEndian.Uint64(cfg.TokenKey[8:]),
 	}
-	now := e.clock.Now()
-	targets := make([]timerwheel.Target, shards)
+	e.fence.Store(cfg.FenceFloor)
 	for i := range e.shards {
-		e.shards[i].init(e, i, now)
-		targets[i] = &e.shards[i]
+		e.shards[i].init(e, i, cfg.Start.Tick())
 	}
-	e.driver = timerwheel.NewDriver(e.clock, targets)
 	return e
 }
 
-// Start runs the timer driver: leases and timeouts fire only after Start.
-func (e *Engine) Start() { e.driver.Start() }
-
-// Stop halts the timer driver.
-func (e *Engine) Stop() { e.driver.Stop() }
-
-// Expire advances every shard's timers to now. Tests with a fake clock call
-// it instead of Start.
-func (e *Engine) Expire() {
-	now := e.clock.Now()
-	for i := range e.shards {
-		for {
-			next, ok := e.shards[i].Expire(now)
-			if !ok || !now.Passed(next) {
-				break
-			}
-		}
-	}
-}
+// Shards returns the number of shards (for a driver of their timers).
+func (e *Engine) Shards() int { return len(e.shards) }
 
 func (e *Engine) shardFor(key []byte) *shard {
 	return &e.shards[xxhash.Sum64(key)&e.mask]
@@ -197,8 +137,42 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 	return seconds * 1000
 }
 
-// Do executes a request for session s.
-func (e *Engine) Do(s *Session, r *parse.Request) Result {
+// rf reports the redis-feats profile.
+func (e *Engine) rf() bool { return e.cfg.Profile == parse.ProfileRF }
+
+// Apply runs one command and returns its caller's Result. Effects on
+// other sessions (and pushes to the caller) are appended to fx.
+func (e *Engine) Apply(c *Command, fx *Effects) Result {
+	switch c.Kind {
+	case KindRequest:
+		return e.request(c, fx)
+	case KindOpen:
+		return Result{Status: parse.StatusOK, Session: e.sessions.open(c.ConnID).id}
+	case KindClose:
+		e.closeSession(e.mustSession(c.Session), c.At, fx)
+	case KindGC:
+		e.gc(c.At, fx)
+	case KindDrain:
+		e.drain(c.At, fx)
+	case KindAdvance:
+		e.Advance(c.At, fx)
+	case KindTaggedAcquire:
+		return e.acquireTagged(e.mustSession(c.Session), c, fx)
+	case KindOwnRelease:
+		return e.releaseOwn(e.mustSession(c.Session), c, fx)
+	case KindFenceRenew:
+		return e.renewFence(e.mustSession(c.Session), c, fx)
+	case KindHolder:
+		return e.holderFence(c, fx)
+	default:
+		panic("engine: Apply of an unknown command kind")
+	}
+	return status(parse.StatusOK)
+}
+
+// request runs a dflockd protocol request.
+func (e *Engine) request(c *Command, fx *Effects) Result {
+	r, now := &c.Req, c.At
 	ns := nsLock
 	if r.Op.Semaphore() && !e.cfg.Profile.SharedLockSpace() {
 		// v2 keeps separate namespaces; v1.10 and the rf line have one
@@ -211,41 +185,42 @@ func (e *Engine) Do(s *Session, r *parse.Request) Result {
 	m := mode{limit: int(max(r.Limit, 1)), rw: r.Op.ReadWrite(), writer: r.Op.Writer()}
 	switch r.Op {
 	case parse.OpLock, parse.OpSemLock, parse.OpReadLock, parse.OpWriteLock:
-		return e.acquire(s, ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease))
+		return e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
 	case parse.OpRelease, parse.OpSemRelease, parse.OpReadRelease, parse.OpWriteRelease:
-		return e.release(ns, r.Key, r.Token)
+		return e.release(ns, r.Key, r.Token, now, fx)
 	case parse.OpRenew, parse.OpSemRenew, parse.OpReadRenew, parse.OpWriteRenew:
-		return e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease))
+		return e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease), now, fx)
 	case parse.OpEnqueue, parse.OpSemEnqueue, parse.OpReadEnqueue, parse.OpWriteEnqueue:
-		return e.enqueue(s, ns, r.Key, m, e.leaseMs(r.Lease))
+		return e.enqueue(e.mustSession(c.Session), ns, r.Key, m, e.leaseMs(r.Lease), now, fx)
 	case parse.OpWait, parse.OpSemWait, parse.OpReadWait, parse.OpWriteWait:
-		return e.wait(s, ns, r.Key, r.Timeout*1000)
+		return e.wait(e.mustSession(c.Session), ns, r.Key, r.Timeout*1000, now, fx)
 	case parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet:
-		return e.counterOp(r)
+		return e.counterOp(r, now, fx)
 	case parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
-		return e.kvOp(r)
+		return e.kvOp(r, now, fx)
 	case parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
 		parse.OpBLPop, parse.OpBRPop:
-		return e.listOp(s, r)
+		return e.listOp(c.Session, r, now, fx)
 	case parse.OpListen, parse.OpUnlisten, parse.OpSignal:
-		return e.pubsubOp(s, r)
+		return e.pubsubOp(c.Session, r, fx)
 	case parse.OpWatch, parse.OpUnwatch:
-		return e.watchOp(s, r)
+		return e.watchOp(c.Session, r)
 	case parse.OpBWait:
-		return e.bwait(s, r)
+		return e.bwait(e.mustSession(c.Session), r, now, fx)
 	case parse.OpElect:
-		return e.elect(s, r)
+		return e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
+			r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
 	case parse.OpResign:
-		return e.resign(s, r.Key, r.Token)
+		return e.resign(r.Key, r.Token, now, fx)
 	case parse.OpObserve:
-		return e.observe(s, r.Key)
+		return e.observe(e.mustSession(c.Session), r.Key, now, fx)
 	case parse.OpUnobserve:
-		return e.unobserve(s, r.Key)
+		return e.unobserve(e.mustSession(c.Session), r.Key, fx)
+	case parse.OpStats:
+		return Result{Status: parse.StatusOK, Kind: KindStats}
 	}
-	panic("engine: Do called with unsupported op " + r.Op.String())
+	panic("engine: Apply of a request with unsupported op " + r.Op.String())
 }
 
-func status(s parse.Status) Result { return Result{Status: s} }
-
-// rf reports the redis-feats profile.
-func (e *Engine) rf() bool { return e.cfg.Profile == parse.ProfileRF }
+// Sessions returns the number of open sessions.
+func (e *Engine) Sessions() int { return e.sessions.count() }

@@ -10,31 +10,46 @@ import (
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
-// recorder is a Notifier that keeps deliveries per session.
+// recorder keeps the effects delivered to each session, and delivers
+// them as a transport would: a queue-group push goes to the first member
+// not marked full, a push to a full session still arrives but does not
+// count as a receiver.
 type recorder struct {
 	mu  sync.Mutex
-	got map[*Session][]Result
+	got map[SessionID][]Result
 	// full marks sessions that report a full push backlog.
-	full map[*Session]bool
+	full map[SessionID]bool
 }
 
-func (r *recorder) Backlogged(s *Session) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.full[s]
-}
-
-func (r *recorder) Deliver(s *Session, res Result) {
+// route delivers fx and returns how many receivers its pushes reached.
+func (r *recorder) route(fx *Effects) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.got == nil {
-		r.got = map[*Session][]Result{}
+		r.got = map[SessionID][]Result{}
 	}
-	r.got[s] = append(r.got[s], res)
+	n := int64(0)
+	for i := range fx.List {
+		f := &fx.List[i]
+		to := f.To
+		if f.Group != nil {
+			for j := range f.Group {
+				if m := f.Member(j); !r.full[m] {
+					to = m
+					n++
+					break
+				}
+			}
+		} else if f.Result.Kind == KindPush && !r.full[to] {
+			n++
+		}
+		r.got[to] = append(r.got[to], f.Result)
+	}
+	return n
 }
 
 // take returns and clears the deliveries for s.
-func (r *recorder) take(s *Session) []Result {
+func (r *recorder) take(s SessionID) []Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.got[s]
@@ -42,45 +57,99 @@ func (r *recorder) take(s *Session) []Result {
 	return out
 }
 
-// countSalt is a deterministic SaltSource.
-type countSalt struct{ n uint64 }
-
-func (c *countSalt) Next() uint64 { c.n++; return c.n }
-
 type harness struct {
 	t     *testing.T
 	clock *timerwheel.FakeClock
 	rec   *recorder
 	eng   *Engine
+	fx    Effects
 }
+
+// testKey keys the token salts of test engines.
+var testKey = TokenKey{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: timerwheel.NewFakeClock(1000), rec: &recorder{}}
-	cfg.Clock = h.clock
-	if cfg.NewSalt == nil {
-		cfg.NewSalt = func() SaltSource { return &countSalt{} }
+	cfg.Start = h.clock.Now()
+	if cfg.TokenKey == (TokenKey{}) {
+		cfg.TokenKey = testKey
 	}
-	h.eng = New(cfg, h.rec)
+	h.eng = New(cfg)
 	return h
 }
 
-func (h *harness) session() *Session { return h.eng.NewSession(nil) }
+// run applies c at the clock's time and delivers its effects; a signal's
+// receiver count is filled in as the transport would.
+func (h *harness) run(c Command) Result {
+	h.t.Helper()
+	c.At = h.clock.Now()
+	h.fx.Reset()
+	r := h.eng.Apply(&c, &h.fx)
+	n := h.rec.route(&h.fx)
+	if r.Kind == KindReceivers {
+		r.Kind, r.Int = KindInt, n
+	}
+	return r
+}
+
+func (h *harness) session() SessionID { return h.run(Command{Kind: KindOpen}).Session }
+
+// apply runs one parsed request for s.
+func (h *harness) apply(s SessionID, req *parse.Request) Result {
+	h.t.Helper()
+	return h.run(Command{Kind: KindRequest, Session: s, Req: *req})
+}
 
 // do runs one request given in wire form ("l key 10 5").
-func (h *harness) do(s *Session, cmd, key, arg string) Result {
+func (h *harness) do(s SessionID, cmd, key, arg string) Result {
 	h.t.Helper()
 	req, err := parse.Parse(parse.Frame{Cmd: []byte(cmd), Key: []byte(key), Arg: []byte(arg)})
 	if err != nil {
 		h.t.Fatalf("%s %s %s: parse: %v", cmd, key, arg, err)
 	}
-	return h.eng.Do(s, &req)
+	return h.apply(s, &req)
+}
+
+func (h *harness) close(s SessionID) { h.run(Command{Kind: KindClose, Session: s}) }
+func (h *harness) gc()               { h.run(Command{Kind: KindGC}) }
+func (h *harness) drain()            { h.run(Command{Kind: KindDrain}) }
+
+// expire fires the timers due at the clock's time.
+func (h *harness) expire() {
+	h.fx.Reset()
+	h.eng.Advance(h.clock.Now(), &h.fx)
+	h.rec.route(&h.fx)
 }
 
 // advance moves the fake clock and fires due timers.
 func (h *harness) advance(d time.Duration) {
 	h.clock.Add(timerwheel.Tick(d.Milliseconds()))
-	h.eng.Expire()
+	h.expire()
+}
+
+// stats is the stats document of the engine's profile.
+func (h *harness) stats(connections int) string {
+	return string(parse.AppendStats(nil, h.eng.Stats(h.clock.Now(), connections), h.eng.cfg.Profile))
+}
+
+// The foreign lock operations (foreign.go).
+func (h *harness) acquireTagged(s SessionID, key []byte, leaseMs int64, wait bool, tag uint32) Result {
+	return h.run(Command{Kind: KindTaggedAcquire, Session: s, Req: parse.Request{Key: key}, LeaseMs: leaseMs, Wait: wait, Tag: tag})
+}
+
+func (h *harness) releaseOwn(s SessionID, key []byte) (released bool, tag uint32) {
+	r := h.run(Command{Kind: KindOwnRelease, Session: s, Req: parse.Request{Key: key}})
+	return r.Status == parse.StatusOK, r.Tag
+}
+
+func (h *harness) renewFence(s SessionID, key []byte, f uint64, leaseMs int64) bool {
+	return h.run(Command{Kind: KindFenceRenew, Session: s, Req: parse.Request{Key: key}, Fence: f, LeaseMs: leaseMs}).Status == parse.StatusOK
+}
+
+func (h *harness) holderFence(key []byte) (uint64, bool) {
+	r := h.run(Command{Kind: KindHolder, Req: parse.Request{Key: key}})
+	return r.Token.Fence, r.Status == parse.StatusOK
 }
 
 func tok(r Result) string {
@@ -110,7 +179,7 @@ func wantBlocked(t *testing.T, r Result) {
 	}
 }
 
-func (h *harness) wantDelivered(s *Session, want parse.Status) Result {
+func (h *harness) wantDelivered(s SessionID, want parse.Status) Result {
 	h.t.Helper()
 	got := h.rec.take(s)
 	if len(got) != 1 || got[0].Status != want {
@@ -119,7 +188,7 @@ func (h *harness) wantDelivered(s *Session, want parse.Status) Result {
 	return got[0]
 }
 
-func (h *harness) wantNothing(s *Session) {
+func (h *harness) wantNothing(s SessionID) {
 	h.t.Helper()
 	if got := h.rec.take(s); len(got) != 0 {
 		h.t.Fatalf("unexpected deliveries %+v", got)
@@ -142,7 +211,7 @@ func TestFIFOHandOff(t *testing.T) {
 	h := newHarness(t, Config{})
 	holder := h.session()
 	tk := wantGrant(t, h.do(holder, "l", "k", "0 30"), 30)
-	var waiters []*Session
+	var waiters []SessionID
 	for i := 0; i < 6; i++ {
 		w := h.session()
 		wantBlocked(t, h.do(w, "l", "k", fmt.Sprintf("10 %d", 20+i)))
@@ -333,9 +402,9 @@ func TestDisconnectCleanup(t *testing.T) {
 	wantBlocked(t, h.do(b, "l", "k", "10"))
 	wantStatus(t, h.do(c, "e", "k", ""), parse.StatusQueued)
 	wantBlocked(t, h.do(d, "l", "k", "10"))
-	h.eng.Close(b) // waiter leaves
-	h.eng.Close(c) // enqueued leaves
-	h.eng.Close(a) // holder: the next live waiter gets it
+	h.close(b) // waiter leaves
+	h.close(c) // enqueued leaves
+	h.close(a) // holder: the next live waiter gets it
 	h.wantNothing(b)
 	h.wantNothing(c)
 	h.wantDelivered(d, parse.StatusOK)
@@ -351,7 +420,7 @@ func TestKeepOnDisconnect(t *testing.T) {
 	wantGrant(t, h.do(a, "l", "k", "0 2"), 2)
 	tb := wantGrant(t, h.do(b, "l", "k2", "0 30"), 30)
 	wantBlocked(t, h.do(a, "l", "k2", "10"))
-	h.eng.Close(a)
+	h.close(a)
 	// The held lock survives the disconnect until its lease ends ...
 	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
 	// ... but the waiter does not (spec §I.7).
@@ -381,18 +450,18 @@ func TestIdleGC(t *testing.T) {
 	a := h.session()
 	tk := wantGrant(t, h.do(a, "sl", "s", "0 2 10"), 10)
 	h.advance(5 * time.Second)
-	h.eng.GC()
+	h.gc()
 	if h.eng.Keys() != 1 {
 		t.Fatalf("a held key was collected")
 	}
 	wantStatus(t, h.do(a, "sr", "s", tk), parse.StatusOK)
 	h.advance(999 * time.Millisecond)
-	h.eng.GC()
+	h.gc()
 	if h.eng.Keys() != 1 {
 		t.Fatalf("collected before gc-max-idle")
 	}
 	h.advance(time.Millisecond)
-	h.eng.GC()
+	h.gc()
 	if h.eng.Keys() != 0 {
 		t.Fatalf("idle key not collected")
 	}
@@ -405,19 +474,19 @@ func TestDrainCancelsParked(t *testing.T) {
 	a, b := h.session(), h.session()
 	wantGrant(t, h.do(a, "l", "k", "0"), 33)
 	wantBlocked(t, h.do(b, "l", "k", "10"))
-	h.eng.Drain()
+	h.drain()
 	h.wantDelivered(b, parse.StatusError)
 	h.advance(20 * time.Second)
 	h.wantNothing(b)
 }
 
-// brokenFences fails like an allocator whose persistence broke (spec §C.3).
-type brokenFences struct{}
+// brokenCeiling fails like an allocator whose persistence broke (spec §C.3).
+type brokenCeiling struct{}
 
-func (brokenFences) Next() (uint64, error) { return 0, fmt.Errorf("fence: persist failed") }
+func (brokenCeiling) Reserve(uint64) error { return fmt.Errorf("fence: persist failed") }
 
 func TestFenceFailureAnswersError(t *testing.T) {
-	h := newHarness(t, Config{Fences: brokenFences{}})
+	h := newHarness(t, Config{Ceiling: brokenCeiling{}})
 	a := h.session()
 	wantStatus(t, h.do(a, "l", "k", "0"), parse.StatusError)
 	wantStatus(t, h.do(a, "e", "k", ""), parse.StatusError)
@@ -436,7 +505,7 @@ func TestCloseCancelsWaitersBeforeReleasing(t *testing.T) {
 	wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
 	wantBlocked(t, h.do(a, "l", "k", "10"))
 	wantBlocked(t, h.do(b, "l", "k", "10"))
-	h.eng.Close(a)
+	h.close(a)
 	h.wantNothing(a)
 	h.wantDelivered(b, parse.StatusOK)
 }

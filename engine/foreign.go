@@ -6,10 +6,11 @@ import (
 )
 
 // This file holds the lock operations of foreign protocols (godistlock,
-// served by loop/godistlock.go) that dflockd's v2 commands lack. They work
-// on the same lock namespace as l/r/n, so a foreign client and a dflockd
-// client contend for one key in one FIFO queue, with fences from the same
-// allocator; only the way a client names its claim differs:
+// served by the session package's godistlock codec) that dflockd's v2
+// commands lack. They work on the same lock namespace as l/r/n, so a
+// foreign client and a dflockd client contend for one key in one FIFO
+// queue, with fences from the same counter; only the way a client names
+// its claim differs:
 //
 //   - an acquire carries a caller-chosen tag instead of occupying the
 //     session's single "parked" position, so one session may have many
@@ -23,26 +24,30 @@ import (
 //     with the same grant (same fence) and restarts the lease, so a client
 //     that re-sends ON to extend its lock is not stalled for a lease.
 
-// AcquireTagged acquires the lock key for s with a lease of leaseMs
-// milliseconds (0 = the default lease). If s holds it already, the same
-// grant comes back at once with its lease restarted. If the lock is
-// taken by another, a try
-// (wait false) answers StatusTimeout at once; a wait parks the request
-// with no acquire timeout and returns Blocked, and its one delivery (a
-// grant, or StatusError on Drain) carries Tag == tag. tag must not be 0
-// for a wait. Limits answer StatusErrorMaxLocks or StatusErrorMaxWaiters;
-// a failing fence source answers StatusError.
-func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool, tag uint32) Result {
-	if wait && tag == 0 {
-		panic("engine: AcquireTagged waits with tag 0")
+// foreignLeaseMs is a foreign command's lease: LeaseMs, or the default.
+func (e *Engine) foreignLeaseMs(c *Command) int64 {
+	if c.LeaseMs <= 0 {
+		return e.cfg.DefaultLease.Milliseconds()
 	}
-	if leaseMs <= 0 {
-		leaseMs = e.cfg.DefaultLease.Milliseconds()
+	return c.LeaseMs
+}
+
+// acquireTagged (KindTaggedAcquire) acquires the lock Req.Key for s. If s
+// holds it already, the same grant comes back at once with its lease
+// restarted. If another holds it, a try (Wait false) answers
+// StatusTimeout at once; a wait parks the request with no acquire timeout
+// and returns Blocked, and its one delivery (a grant, or StatusError on a
+// drain) carries Tag, which must not be 0 for a wait. Limits answer
+// StatusErrorMaxLocks or StatusErrorMaxWaiters; a failing fence source
+// answers StatusError.
+func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
+	if c.Wait && c.Tag == 0 {
+		panic("engine: a tagged acquire waits with tag 0")
 	}
+	leaseMs, now, key := e.foreignLeaseMs(c), c.At, c.Req.Key
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	r, res := sh.admitLocked(nsLock, key, mode{limit: 1}, now)
 	if r == nil {
 		return res
@@ -51,13 +56,15 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 		sl.lease = leaseMs
 		sh.armLocked(&sl.timer, now.After(leaseMs))
 		sh.touchLocked(r, now)
-		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: leaseMs / 1000, Tag: tag}
-	}
-	if _, res, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
-		res.Tag = tag
+		res := sh.grantResult(sl)
+		res.Tag = c.Tag
 		return res
 	}
-	if !wait {
+	if _, res, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
+		res.Tag = c.Tag
+		return res
+	}
+	if !c.Wait {
 		return status(parse.StatusTimeout)
 	}
 	if e.draining.Load() {
@@ -68,13 +75,13 @@ func (e *Engine) AcquireTagged(s *Session, key []byte, leaseMs int64, wait bool,
 	}
 	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
 	sl.blocked = true
-	sl.tag = tag // no timer: the wait ends only by a grant, Close or Drain
+	sl.tag = c.Tag // no timer: the wait ends only by a grant, a close or a drain
 	return Result{Blocked: true}
 }
 
 // ownHolderLocked returns the live slot s holds on the lock r, evicting an
 // expired lease first (then it reports nil, as holderLocked does).
-func (sh *shard) ownHolderLocked(r *resource, s *Session, now timerwheel.Instant) *slot {
+func (sh *shard) ownHolderLocked(r *resource, s *session, now timerwheel.Instant) *slot {
 	for sl := r.holders.head; sl != nil; sl = sl.next {
 		if sl.sess != s {
 			continue
@@ -88,25 +95,26 @@ func (sh *shard) ownHolderLocked(r *resource, s *Session, now timerwheel.Instant
 	return nil
 }
 
-// ReleaseOwn releases the lock key if s holds it (released true). If s does
-// not hold it but has parked tagged acquires on it, the oldest one is
-// withdrawn instead: no delivery will come for it. tag is the tag of the
-// acquire that the released hold or the withdrawn wait came from (0 for an
-// untagged or try acquire), so the caller can settle a grant whose
-// delivery is still in flight. Both zero: s had no claim on key.
-func (e *Engine) ReleaseOwn(s *Session, key []byte) (released bool, tag uint32) {
+// releaseOwn (KindOwnRelease) releases the lock Req.Key if s holds it
+// (StatusOK). If s does not hold it but has parked tagged acquires on it,
+// the oldest one is withdrawn instead (StatusNil): no delivery will come
+// for it. Tag is the tag of the acquire that the released hold or the
+// withdrawn wait came from (0 for an untagged or try acquire), so the
+// caller can settle a grant whose delivery is still in flight. StatusError:
+// s had no claim on the key.
+func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
+	key, now := c.Req.Key, c.At
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
 	r := sh.lookupLocked(nsLock, key)
 	if r == nil {
-		return false, 0
+		return status(parse.StatusError)
 	}
-	now := e.clock.Now()
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
 		tag := sl.tag
 		sh.releaseHolderLocked(sl, now)
-		return true, tag
+		return Result{Status: parse.StatusOK, Tag: tag}
 	}
 	for sl := r.queue.head; sl != nil; sl = sl.next {
 		if sl.sess == s && sl.blocked && sl.tag != 0 {
@@ -114,53 +122,52 @@ func (e *Engine) ReleaseOwn(s *Session, key []byte) (released bool, tag uint32) 
 			r.queue.remove(sl)
 			sh.freeSlotLocked(sl)
 			sh.touchLocked(r, now)
-			return false, tag
+			return Result{Status: parse.StatusNil, Tag: tag}
 		}
 	}
-	return false, 0
+	return status(parse.StatusError)
 }
 
-// RenewFence restarts, at now+leaseMs (0 = the default lease), the lease of
-// the lock key that s holds under fence. It reports false when s does not
-// hold key with that fence (released, expired, or another fence).
-func (e *Engine) RenewFence(s *Session, key []byte, fence uint64, leaseMs int64) bool {
-	if leaseMs <= 0 {
-		leaseMs = e.cfg.DefaultLease.Milliseconds()
-	}
+// renewFence (KindFenceRenew) restarts, at At+LeaseMs (0 = the default
+// lease), the lease of the lock Req.Key that s holds under Fence:
+// StatusOK, or StatusError when s does not hold the key with that fence
+// (released, expired, or another fence).
+func (e *Engine) renewFence(s *session, c *Command, fx *Effects) Result {
+	leaseMs, now, key := e.foreignLeaseMs(c), c.At, c.Req.Key
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
 	r := sh.lookupLocked(nsLock, key)
 	if r == nil {
-		return false
+		return status(parse.StatusError)
 	}
-	now := e.clock.Now()
 	sl := sh.ownHolderLocked(r, s, now)
-	if sl == nil || sl.token.Fence != fence {
-		return false
+	if sl == nil || sl.fence != c.Fence {
+		return status(parse.StatusError)
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.touchLocked(r, now)
-	return true
+	return status(parse.StatusOK)
 }
 
-// HolderFence reports the fence of the live holder of the lock key, whoever
-// holds it (a dflockd or a foreign client). An expired lease is evicted
-// first, so the answer does not depend on timer latency.
-func (e *Engine) HolderFence(key []byte) (fence uint64, held bool) {
-	sh := e.shardFor(key)
-	sh.lock()
+// holderFence (KindHolder) reports the fence of the live holder of the lock
+// Req.Key, whoever holds it (a dflockd or a foreign client), as the Token
+// of a StatusOK Result, or StatusNil when nobody does. An expired lease is
+// evicted first, so the answer does not depend on timer latency.
+func (e *Engine) holderFence(c *Command, fx *Effects) Result {
+	sh := e.shardFor(c.Req.Key)
+	sh.lock(fx)
 	defer sh.unlock()
-	r := sh.lookupLocked(nsLock, key)
+	r := sh.lookupLocked(nsLock, c.Req.Key)
 	if r == nil {
-		return 0, false
+		return status(parse.StatusNil)
 	}
-	sh.evictExpiredLocked(r, e.clock.Now())
+	sh.evictExpiredLocked(r, c.At)
 	if h := r.holders.head; h != nil {
-		return h.token.Fence, true
+		return Result{Status: parse.StatusOK, Token: e.token(h.fence)}
 	}
-	return 0, false
+	return status(parse.StatusNil)
 }
 
 // LockCounts reports how many lock keys are held and how many acquires wait
@@ -168,14 +175,14 @@ func (e *Engine) HolderFence(key []byte) (fence uint64, held bool) {
 func (e *Engine) LockCounts() (held, waiting int) {
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.lock()
+		sh.mu.Lock()
 		for _, r := range sh.res[nsLock] {
 			if r.holders.n > 0 {
 				held++
 			}
 			waiting += r.queue.n
 		}
-		sh.unlock()
+		sh.mu.Unlock()
 	}
 	return held, waiting
 }

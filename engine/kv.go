@@ -9,24 +9,29 @@ import (
 // never mutated in place (kset stores a new string), so a Result may carry
 // it after the shard lock is released.
 type kvEntry struct {
-	timer      timerwheel.Node // TTL expiry; unarmed when the entry has none
+	timer      timerwheel.Node // TTL expiry
 	key        string
 	value      string
 	lastActive timerwheel.Tick
+	// hasTTL: the entry expires at timer's deadline. (Not timer.Armed():
+	// a timer Advance has collected is unarmed until it fires.)
+	hasTTL bool
+	// ver changes with every write, so a collected TTL timer can tell
+	// that the entry was set again meanwhile (advance.go).
+	ver uint32
 }
 
-// expiredLocked reports whether a TTL'd entry is past its deadline (the
-// timer may not have fired yet: reads expire lazily too).
+// expired reports whether a TTL'd entry is past its deadline (the timer
+// may not have fired yet: reads expire lazily too).
 func (kv *kvEntry) expired(now timerwheel.Instant) bool {
-	return kv.timer.Armed() && now.Passed(kv.timer.Deadline())
+	return kv.hasTTL && now.Passed(kv.timer.Deadline())
 }
 
 // kvOp serves kset, kget, kdel and kcas.
-func (e *Engine) kvOp(r *parse.Request) Result {
+func (e *Engine) kvOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	kv := sh.kv[string(r.Key)]
 	if kv != nil && kv.expired(now) {
 		sh.deleteKVLocked(kv)
@@ -43,7 +48,9 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 		if kv != nil {
 			sh.deleteKVLocked(kv)
 		}
-		e.watchEvent("kdel", string(r.Key)) // even when absent (§B.10)
+		if sh.watching() {
+			sh.watchEventLocked("kdel", string(r.Key)) // even when absent (§B.10)
+		}
 		return status(parse.StatusOK)
 	case parse.OpKCAS:
 		switch {
@@ -64,12 +71,14 @@ func (e *Engine) kvOp(r *parse.Request) Result {
 	}
 	kv.value = string(r.Value)
 	kv.lastActive = now.Tick()
-	if r.TTL > 0 {
+	kv.ver++
+	kv.hasTTL = r.TTL > 0
+	if kv.hasTTL {
 		sh.armLocked(&kv.timer, now.After(r.TTL*1000))
 	} else {
 		sh.wheel.Cancel(&kv.timer)
 	}
-	e.watchEvent(r.Op.String(), kv.key) // kset, or a kcas that succeeded
+	sh.watchEventLocked(r.Op.String(), kv.key) // kset, or a kcas that succeeded
 	return status(parse.StatusOK)
 }
 

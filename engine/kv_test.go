@@ -73,7 +73,7 @@ func TestCounterGC(t *testing.T) {
 	wantInt(t, h.do(s, "incr", "five", "5"), 5)
 	wantStatus(t, h.do(s, "kset", "untimed", "v"), parse.StatusOK)
 	h.advance(2 * time.Second)
-	h.eng.GC()
+	h.gc()
 	// A zero counter is pruned, a non-zero one and (in v2) an untimed KV
 	// entry stay.
 	if n := h.eng.rfKeys.Load(); n != 2 {
@@ -86,6 +86,6 @@ func TestCounterGC(t *testing.T) {
 	s = rf.session()
 	wantStatus(t, rf.do(s, "kset", "untimed", "v"), parse.StatusOK)
 	rf.advance(2 * time.Second)
-	rf.eng.GC()
+	rf.gc()
 	wantStatus(t, rf.do(s, "kget", "untimed", ""), parse.StatusNil) // spec §I.28, rf only
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -59,13 +57,13 @@ func (l *list) popBack() string {
 // popWaiter is a session parked in blpop/brpop. A session parks at most
 // one request at a time, so it records at most one pop waiter.
 //
-// Only the session's goroutine writes Session.pop; whoever ends the wait
+// Only the session's goroutine writes session.pop; whoever ends the wait
 // (a push, the timeout, Close, Drain) sets done under the shard lock.
 type popWaiter struct {
 	timer timerwheel.Node // the pop's timeout
 	sh    *shard
 	l     *list
-	sess  *Session
+	sess  *session
 	ln    waitLinks[popWaiter]
 	done  bool
 	op    string // "blpop" or "brpop", for its watch event
@@ -76,11 +74,10 @@ type popList = waitList[popWaiter, *popWaiter]
 func (w *popWaiter) links() *waitLinks[popWaiter] { return &w.ln }
 
 // listOp serves the list commands.
-func (e *Engine) listOp(s *Session, r *parse.Request) Result {
+func (e *Engine) listOp(id SessionID, r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	l := sh.lists[string(r.Key)]
 	switch r.Op {
 	case parse.OpLPush, parse.OpRPush:
@@ -103,7 +100,7 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 		}
 		l.lastActive = now.Tick()
 		sh.dropEmptyListLocked(l)
-		e.watchEvent(r.Op.String(), l.key)
+		sh.watchEventLocked(r.Op.String(), l.key)
 		return Result{Status: parse.StatusOK, Kind: KindValue, Value: v}
 	}
 	if r.Op == parse.OpLPop || r.Op == parse.OpRPop || r.Timeout == 0 {
@@ -120,6 +117,7 @@ func (e *Engine) listOp(s *Session, r *parse.Request) Result {
 		l = &list{key: string(r.Key)}
 		sh.lists[l.key] = l
 	}
+	s := e.mustSession(id)
 	w := &popWaiter{sh: sh, l: l, sess: s, op: r.Op.String()}
 	w.timer.Owner = w
 	l.waiters.pushBack(w)
@@ -136,9 +134,9 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) R
 	if l != nil && l.waiters.n > 0 {
 		w := l.waiters.head
 		sh.endPopLocked(w)
-		e.notify.Deliver(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
-		e.watchEvent(r.Op.String(), l.key)
-		e.watchEvent(w.op, l.key) // the popper's blpop/brpop succeeded too
+		sh.deliverLocked(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
+		sh.watchEventLocked(r.Op.String(), l.key)
+		sh.watchEventLocked(w.op, l.key) // the popper's blpop/brpop succeeded too
 		l.lastActive = now.Tick()
 		n := int64(l.len())
 		sh.dropEmptyListLocked(l)
@@ -162,7 +160,7 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) R
 		l.pushBack(string(r.Value))
 	}
 	l.lastActive = now.Tick()
-	e.watchEvent(r.Op.String(), l.key)
+	sh.watchEventLocked(r.Op.String(), l.key)
 	return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
 }
 
@@ -186,31 +184,28 @@ func (sh *shard) dropEmptyListLocked(l *list) {
 func (sh *shard) popTimedOutLocked(w *popWaiter) {
 	sh.endPopLocked(w)
 	sh.dropEmptyListLocked(w.l)
-	sh.eng.notify.Deliver(w.sess, status(parse.StatusNil))
+	sh.deliverLocked(w.sess, status(parse.StatusNil))
 }
 
 // lrange returns items start..stop inclusive; negative indexes count from
-// the end; the JSON is encoding/json's (HTML-escaped, invalid UTF-8 as
-// U+FFFD), as dflockd's (§B.7).
+// the end (spec §B.7). The caller encodes them (parse.AppendOKList); the
+// strings are immutable, the slice is a copy.
 func lrange(l *list, start, stop int64) Result {
-	items := []string{}
-	if l != nil {
-		n := int64(l.len())
-		if start < 0 {
-			start += n
-		}
-		if stop < 0 {
-			stop += n
-		}
-		start = max(start, 0)
-		stop = min(stop, n-1)
-		if start <= stop {
-			items = l.items[l.head+int(start) : l.head+int(stop)+1]
-		}
+	res := Result{Status: parse.StatusOK, Kind: KindList}
+	if l == nil {
+		return res
 	}
-	b, err := json.Marshal(items)
-	if err != nil {
-		panic("engine: lrange does not encode: " + err.Error())
+	n := int64(l.len())
+	if start < 0 {
+		start += n
 	}
-	return Result{Status: parse.StatusOK, Kind: KindValue, Value: string(b)}
+	if stop < 0 {
+		stop += n
+	}
+	start = max(start, 0)
+	stop = min(stop, n-1)
+	if start <= stop {
+		res.Items = append([]string(nil), l.items[l.head+int(start):l.head+int(stop)+1]...)
+	}
+	return res
 }

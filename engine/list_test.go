@@ -7,6 +7,14 @@ import (
 	"github.com/dflockd-ng/dflockd/parse"
 )
 
+// wantList checks an lrange reply by its JSON encoding.
+func wantList(t *testing.T, r Result, json string) {
+	t.Helper()
+	if got := string(parse.AppendOKList(nil, r.Items)); r.Status != parse.StatusOK || r.Kind != KindList || got != "ok "+json+"\n" {
+		t.Fatalf("got %+v (%q), want list %s", r, got, json)
+	}
+}
+
 func TestListPushPopRange(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.session()
@@ -20,10 +28,10 @@ func TestListPushPopRange(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		wantValue(t, h.do(s, "lpop", "l", ""), "x")
 	}
-	wantValue(t, h.do(s, "lrange", "l", "0 -1"), `["a","b","c d"]`)
-	wantValue(t, h.do(s, "lrange", "l", "-2 10"), `["b","c d"]`)
-	wantValue(t, h.do(s, "lrange", "l", "2 1"), `[]`)
-	wantValue(t, h.do(s, "lrange", "none", "0 -1"), `[]`)
+	wantList(t, h.do(s, "lrange", "l", "0 -1"), `["a","b","c d"]`)
+	wantList(t, h.do(s, "lrange", "l", "-2 10"), `["b","c d"]`)
+	wantList(t, h.do(s, "lrange", "l", "2 1"), `[]`)
+	wantList(t, h.do(s, "lrange", "none", "0 -1"), `[]`)
 	wantValue(t, h.do(s, "rpop", "l", ""), "c d")
 	wantValue(t, h.do(s, "lpop", "l", ""), "a")
 	wantValue(t, h.do(s, "lpop", "l", ""), "b")
@@ -32,7 +40,7 @@ func TestListPushPopRange(t *testing.T) {
 		t.Fatalf("an empty list still counts as %d key(s)", n)
 	}
 	wantInt(t, h.do(s, "rpush", "h", "<&>"), 1)
-	wantValue(t, h.do(s, "lrange", "h", "0 0"), `["\u003c\u0026\u003e"]`) // json.Marshal escaping
+	wantList(t, h.do(s, "lrange", "h", "0 0"), `["\u003c\u0026\u003e"]`) // json.Marshal escaping
 }
 
 func TestBlockingPop(t *testing.T) {
@@ -55,7 +63,7 @@ func TestBlockingPop(t *testing.T) {
 	}
 	// A waiter whose session closes does not swallow a later push.
 	wantBlocked(t, h.do(a, "blpop", "q", "5"))
-	h.eng.Close(a)
+	h.close(a)
 	wantInt(t, h.do(c, "rpush", "q", "kept"), 1)
 	h.wantNothing(a)
 	wantValue(t, h.do(c, "lpop", "q", ""), "kept")
@@ -80,7 +88,7 @@ func TestDrainCancelsParkedPops(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()
 	wantBlocked(t, h.do(a, "brpop", "q", "10"))
-	h.eng.Drain()
+	h.drain()
 	h.wantDelivered(a, parse.StatusError)
 	h.advance(20 * time.Second)
 	h.wantNothing(a)

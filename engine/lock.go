@@ -6,13 +6,12 @@ import (
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
-// acquire serves l and sl: a grant on the fast path, an immediate timeout
-// for a try-lock (timeout 0), or a parked waiter.
-func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeoutMs, leaseMs int64) Result {
+// acquire serves l and sl (and rl, wl, elect): a grant on the fast path,
+// an immediate timeout for a try-lock (timeout 0), or a parked waiter.
+func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeoutMs, leaseMs int64, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	r, res := sh.admitLocked(ns, key, m, now)
 	if r == nil {
 		return res
@@ -40,7 +39,7 @@ func (e *Engine) acquire(sess *Session, ns namespace, key []byte, m mode, timeou
 // nobody queued (strict FIFO: no barging past waiters) it grants r to sess
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
-func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, res Result, ok bool) {
+func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, res Result, ok bool) {
 	if r.queue.n != 0 || !r.fits(m.writer) {
 		return nil, Result{}, false
 	}
@@ -59,7 +58,7 @@ func (sh *shard) grantNowLocked(r *resource, sess *Session, m mode, leaseMs int6
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
 // claim. Callers check --max-waiters first; they set the slot's timer and
 // flags.
-func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, now timerwheel.Instant) *slot {
+func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) *slot {
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
 	sl.writer, sl.elect = m.writer, m.elect
@@ -72,7 +71,7 @@ func (sh *shard) queueLocked(r *resource, sess *Session, m mode, leaseMs int64, 
 
 // admitLocked finds or creates the resource for an acquire or enqueue and
 // checks its limit. It evicts holders whose lease has run out even if the
-// driver has not fired yet, so the answer never depends on timer latency.
+// timer has not fired yet, so the answer never depends on timer latency.
 // A nil resource comes with the error Result to return.
 func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Instant) (*resource, Result) {
 	r := sh.lookupLocked(ns, key)
@@ -105,16 +104,16 @@ func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Instant) {
 	}
 }
 
-// grantLocked makes sl a holder: fence, token, lease timer. On a fence
-// failure (persistence broken, spec §C.3) the slot is freed and the Result
-// is a plain error.
+// grantLocked makes sl a holder: fence, lease timer. On a fence failure
+// (persistence broken, spec §C.3) the slot is freed and the Result is a
+// plain error.
 func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
-	f, err := sh.eng.cfg.Fences.Next()
-	if err != nil {
+	f, ok := sh.eng.nextFence()
+	if !ok {
 		sh.freeSlotLocked(sl)
 		return status(parse.StatusError)
 	}
-	sl.token = fence.Token{Fence: f, Salt: sh.salt.Next()}
+	sl.fence = f
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
 	sh.armLocked(&sl.timer, now.After(sl.lease))
@@ -123,9 +122,14 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 		sh.electedLocked(sl)
 	case !sl.twoPhase:
 		// A queued two-phase grant is announced when its w observes it.
-		sh.eng.watchEvent(evAcquire, sl.res.key)
+		sh.watchEventLocked(evAcquire, sl.res.key)
 	}
-	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
+	return sh.grantResult(sl)
+}
+
+// grantResult is the grant reply of a holding slot.
+func (sh *shard) grantResult(sl *slot) Result {
+	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
 }
 
 // handOffLocked grants freed capacity to the queue head(s) in FIFO order:
@@ -145,7 +149,7 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
 		res := sh.grantLocked(sl, now)
 		res.Tag = tag // tagged acquires (foreign.go); 0 otherwise
 		if blocked {
-			sh.eng.notify.Deliver(sess, res)
+			sh.deliverLocked(sess, res)
 		}
 	}
 	sh.touchLocked(r, now)
@@ -163,7 +167,7 @@ func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
 	r := sl.res
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
-	sh.eng.watchEvent(event, r.key)
+	sh.watchEventLocked(event, r.key)
 	return r
 }
 
@@ -189,7 +193,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r.holders.remove(sl)
 	sh.wheel.Cancel(&sl.timer)
 	sl.state = slotLapsed
-	sh.eng.watchEvent(evRelease, r.key)
+	sh.watchEventLocked(evRelease, r.key)
 	sh.handOffLocked(r, now)
 }
 
@@ -198,7 +202,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
 	if blocked {
-		sh.eng.notify.Deliver(sess, status(parse.StatusTimeout))
+		sh.deliverLocked(sess, status(parse.StatusTimeout))
 	}
 }
 
@@ -217,14 +221,14 @@ func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Instant) {
 // expired lease is never renewed or released (spec §B.1).
 func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Instant) (sl *slot, expired bool) {
 	t, ok := fence.ParseToken(tok)
-	if !ok {
+	if !ok || !sh.eng.validToken(t) {
 		return nil, false
 	}
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
 		return nil, false
 	}
-	if sl = r.holders.findToken(t); sl == nil {
+	if sl = r.holders.findFence(t.Fence); sl == nil {
 		return nil, false
 	}
 	if now.Passed(sl.timer.Deadline()) {
@@ -235,11 +239,10 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Inst
 }
 
 // release serves r and sr.
-func (e *Engine) release(ns namespace, key, tok []byte) Result {
+func (e *Engine) release(ns namespace, key, tok []byte, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	sl, _ := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
 		sh.wrongTokenLocked(ns, key, now)
@@ -263,11 +266,10 @@ func (sh *shard) wrongTokenLocked(ns namespace, key []byte, now timerwheel.Insta
 
 // renew serves n and sn: the lease restarts at now+ttl and the reply echoes
 // the ttl (spec §B.0).
-func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
+func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	sl, expired := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
 		sh.wrongTokenLocked(ns, key, now)
@@ -278,5 +280,5 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64) Result {
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
-	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: sl.token, Lease: leaseMs / 1000}
+	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}
 }

@@ -69,8 +69,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -721,40 +719,41 @@ func dedupeWorlds(ws []*model) []*model {
 
 // ---- engine side ----
 
-// orderedRecorder is a Notifier that keeps every delivery in order.
+// orderedRecorder keeps every delivery in order.
 type orderedRecorder struct {
-	mu  sync.Mutex
 	log []loggedDelivery
 }
 
 type loggedDelivery struct {
-	s *Session
+	s SessionID
 	r Result
 }
 
-func (o *orderedRecorder) Deliver(s *Session, r Result) {
-	o.mu.Lock()
-	o.log = append(o.log, loggedDelivery{s, r})
-	o.mu.Unlock()
-}
-
-func (o *orderedRecorder) Backlogged(*Session) bool { return false }
-
 func (o *orderedRecorder) take() []loggedDelivery {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	l := o.log
 	o.log = nil
 	return l
 }
 
-// countFences is a FenceSource that counts the grants the engine makes.
-type countFences struct{ n atomic.Uint64 }
-
-func (c *countFences) Next() (uint64, error) { return c.n.Add(1), nil }
+// engRun applies c (Kind 255: Advance) at the clock's time and logs its
+// effects in order.
+func (d *modelRun) engRun(c Command) Result {
+	var fx Effects
+	var r Result
+	c.At = d.clock.Now()
+	if c.Kind == Kind(255) {
+		d.eng.Advance(c.At, &fx)
+	} else {
+		r = d.eng.Apply(&c, &fx)
+	}
+	for _, f := range fx.List {
+		d.rec.log = append(d.rec.log, loggedDelivery{f.To, f.Result})
+	}
+	return r
+}
 
 type snapSlot struct {
-	sess     *Session
+	sess     SessionID
 	token    fence.Token
 	twoPhase bool
 	blocked  bool
@@ -773,7 +772,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 	out := map[resKey]snapRes{}
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.lock()
+		sh.mu.Lock()
 		for ns, m := range sh.res {
 			for k, r := range m {
 				sr := snapRes{limit: int(r.limit), lastActive: int64(r.lastActive)}
@@ -781,7 +780,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					var ss []snapSlot
 					n := 0
 					for sl := l.head; sl != nil; sl = sl.next {
-						ss = append(ss, snapSlot{sl.sess, sl.token, sl.twoPhase, sl.blocked, sl.timer.Armed(), int64(sl.timer.Deadline())})
+						ss = append(ss, snapSlot{sl.sess.id, e.token(sl.fence), sl.twoPhase, sl.blocked, sl.timer.Armed(), int64(sl.timer.Deadline())})
 						n++
 					}
 					if n != l.n {
@@ -794,7 +793,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 				out[resKey{namespace(ns), k}] = sr
 			}
 		}
-		sh.unlock()
+		sh.mu.Unlock()
 	}
 	return out
 }
@@ -809,17 +808,16 @@ var (
 const modelLiveSessions = 5
 
 type modelRun struct {
-	t      *testing.T
-	seed   uint64
-	rng    *rand.Rand
-	clock  *timerwheel.FakeClock
-	rec    *orderedRecorder
-	fences *countFences
-	eng    *Engine
-	lazy   bool // advances sometimes skip Expire: exercises lazy eviction
+	t     *testing.T
+	seed  uint64
+	rng   *rand.Rand
+	clock *timerwheel.FakeClock
+	rec   *orderedRecorder
+	eng   *Engine
+	lazy  bool // advances sometimes skip Expire: exercises lazy eviction
 
-	sessions []*Session
-	index    map[*Session]int
+	sessions []SessionID
+	index    map[SessionID]int
 	live     []int
 	parked   []bool // engine-side: sessions with a parked request
 	closed   []bool
@@ -875,20 +873,18 @@ func newModelRun(t *testing.T, seed uint64) *modelRun {
 	rng := rand.New(rand.NewPCG(seed, 0x6d6f64656c))
 	d := &modelRun{
 		t: t, seed: seed, rng: rng,
-		clock:  timerwheel.NewFakeClock(1000),
-		rec:    &orderedRecorder{},
-		fences: &countFences{},
-		lazy:   rng.IntN(2) == 0,
-		index:  map[*Session]int{},
-		seen:   map[fence.Token]bool{},
+		clock: timerwheel.NewFakeClock(1000),
+		rec:   &orderedRecorder{},
+		lazy:  rng.IntN(2) == 0,
+		index: map[SessionID]int{},
+		seen:  map[fence.Token]bool{},
 	}
 	cfg := Config{
 		Shards:           []int{1, 4}[rng.IntN(2)],
 		DefaultLease:     2 * time.Second,
 		KeepOnDisconnect: rng.IntN(3) == 0,
-		Clock:            d.clock,
-		Fences:           d.fences,
-		NewSalt:          func() SaltSource { return &countSalt{} },
+		Start:            d.clock.Now(),
+		TokenKey:         testKey,
 	}
 	mc := modelCfg{maxLocks: DefaultMaxLocks, maxWaiters: math.MaxInt, keep: cfg.KeepOnDisconnect, defaultLease: 2000}
 	if rng.IntN(3) == 0 {
@@ -902,7 +898,7 @@ func newModelRun(t *testing.T, seed uint64) *modelRun {
 	} else {
 		cfg.GCMaxIdle, mc.gcIdle = 2*time.Second, 2000
 	}
-	d.eng = New(cfg, d.rec)
+	d.eng = New(cfg)
 	d.worlds = []*model{newModel(mc)}
 	d.tracef("config %+v lazy=%v", mc, d.lazy)
 	for range modelLiveSessions {
@@ -928,7 +924,7 @@ func (d *modelRun) fatalf(format string, args ...any) {
 }
 
 func (d *modelRun) addSession() {
-	s := d.eng.NewSession(nil)
+	s := d.engRun(Command{Kind: KindOpen}).Session
 	d.index[s] = len(d.sessions)
 	d.live = append(d.live, len(d.sessions))
 	d.sessions = append(d.sessions, s)
@@ -941,7 +937,7 @@ func (d *modelRun) addSession() {
 
 func (d *modelRun) beginStep() {
 	d.stepNo++
-	d.fenceMark = d.fences.n.Load()
+	d.fenceMark = d.eng.LastFence()
 	for _, w := range d.worlds {
 		w.delivered = nil
 		w.grants = 0
@@ -953,7 +949,7 @@ func (d *modelRun) beginStep() {
 func (d *modelRun) endStep(op *parse.Request, reply *Result, want []mOut) {
 	d.t.Helper()
 	delivs := d.rec.take()
-	grants := int(d.fences.n.Load() - d.fenceMark)
+	grants := int(d.eng.LastFence() - d.fenceMark)
 	snap := snapshotEngine(d.eng)
 	d.checkEngine(op, reply, delivs, snap)
 
@@ -1197,7 +1193,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 		}
 		// The engine's live enqueue states (stale records are ignored by
 		// Session.enqueued, so they are here too).
-		s := d.sessions[si]
+		s := d.eng.sessions.get(d.sessions[si])
 		live := map[resKey]*slot{}
 		for ns, m := range s.enq {
 			for k, c := range m {
@@ -1227,7 +1223,7 @@ func (d *modelRun) request(si int, req parse.Request) {
 	d.beginStep()
 	d.opSession = si
 	d.tracef("s%d %s", si, fmtRequest(&req))
-	got := d.eng.Do(d.sessions[si], &req)
+	got := d.engRun(Command{Kind: KindRequest, Session: d.sessions[si], Req: req})
 	d.tracef("  => %s", fmtResult(got))
 	now := d.now()
 	want := make([]mOut, len(d.worlds))
@@ -1272,7 +1268,7 @@ func (d *modelRun) expire() {
 	d.t.Helper()
 	d.beginStep()
 	d.tracef("expire")
-	d.eng.Expire()
+	d.engRun(Command{Kind: Kind(255)})
 	now := d.now()
 	var next []*model
 	for _, w := range d.worlds {
@@ -1294,7 +1290,7 @@ func (d *modelRun) closeSession(si int) {
 	d.t.Helper()
 	d.beginStep()
 	d.tracef("close s%d", si)
-	d.eng.Close(d.sessions[si])
+	d.engRun(Command{Kind: KindClose, Session: d.sessions[si]})
 	now := d.now()
 	for _, w := range d.worlds {
 		w.close(si, now)
@@ -1311,7 +1307,7 @@ func (d *modelRun) gc() {
 	d.t.Helper()
 	d.beginStep()
 	d.tracef("gc")
-	d.eng.GC()
+	d.engRun(Command{Kind: KindGC})
 	now := d.now()
 	for _, w := range d.worlds {
 		w.gc(now)

@@ -16,7 +16,7 @@ import (
 // without allocating once it has grown.
 var matchesPool = sync.Pool{New: func() any { return new(Matches) }}
 
-func (e *Engine) pubsubOp(s *Session, r *parse.Request) Result {
+func (e *Engine) pubsubOp(s SessionID, r *parse.Request, fx *Effects) Result {
 	switch r.Op {
 	case parse.OpListen:
 		pattern, group := string(r.Key), string(r.Value)
@@ -34,69 +34,48 @@ func (e *Engine) pubsubOp(s *Session, r *parse.Request) Result {
 		e.subs.Unsubscribe(s, string(r.Key), string(r.Value))
 		return status(parse.StatusOK) // always ok, as dflockd's rf line
 	}
-	return e.signal(r.Key, r.Value)
+	return e.signal(r.Key, r.Value, fx)
 }
 
 // listenCount is what --max-subscriptions caps for listen: listen
 // registrations alone in v2 (as dflockd's v1.11+ line), listen + watch +
 // observe in rf.
-func (e *Engine) listenCount(s *Session) int {
+func (e *Engine) listenCount(s SessionID) int {
 	if e.rf() {
 		return e.subscriptions(s)
 	}
 	return e.subs.Count(s)
 }
 
-// signal delivers one message and answers "ok <receivers>": successful
-// non-grouped deliveries plus the groups that delivered.
-func (e *Engine) signal(channel, payload []byte) Result {
+// signal appends one push per receiver: every matching non-grouped
+// subscriber once, and each matching queue group as one group effect
+// whose member the delivery picks. Its Result is KindReceivers: the
+// delivery counts the receivers it reached (spec §B.9, and Effect).
+func (e *Engine) signal(channel, payload []byte, fx *Effects) Result {
+	res := Result{Status: parse.StatusOK, Kind: KindReceivers}
 	if e.subs.Len() == 0 {
-		return Result{Status: parse.StatusOK, Kind: KindInt}
+		return res
 	}
 	m := matchesPool.Get().(*Matches)
 	defer matchesPool.Put(m)
 	e.subs.Match(channel, m)
 	if m.Empty() {
-		return Result{Status: parse.StatusOK, Kind: KindInt}
+		return res
 	}
-	// One immutable line shared by every receiver.
-	line := make([]byte, 0, len("sig  ")+len(channel)+len(payload))
-	line = append(line, "sig "...)
-	line = append(line, channel...)
-	line = append(line, ' ')
-	line = append(line, payload...)
-	push := Result{Status: parse.StatusOK, Kind: KindPush, Value: string(line)}
-	n := int64(0)
+	// One immutable copy of channel and payload shared by every receiver.
+	b := make([]byte, 0, len(channel)+len(payload))
+	b = append(append(b, channel...), payload...)
+	text := string(b)
+	push := pushResult(parse.PushSignal, text[:len(channel)], text[len(channel):])
 	for _, sub := range m.Subs {
-		// A backlogged receiver still gets the push, which disconnects
-		// it as a slow consumer; it does not count as a delivery.
-		if !e.notify.Backlogged(sub) {
-			n++
-		}
-		e.notify.Deliver(sub, push)
+		fx.add(sub, push)
 	}
 	for i := range m.Queues {
-		if e.deliverToGroup(&m.Queues[i], push) {
-			n++
+		q := &m.Queues[i]
+		if q.Len() == 0 {
+			continue
 		}
+		fx.List = append(fx.List, Effect{To: q.Member(0), Result: push, Group: q.members, Start: q.start})
 	}
-	return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
-}
-
-// deliverToGroup gives push to one member of a queue group: the
-// round-robin choice, or the next member after it that is not backlogged.
-// When all are, the chosen one gets it (and is disconnected as a slow
-// consumer) and the group does not count (spec §B.9).
-func (e *Engine) deliverToGroup(q *QueueMatch, push Result) bool {
-	if q.Len() == 0 {
-		return false
-	}
-	for i := 0; i < q.Len(); i++ {
-		if s := q.Member(i); !e.notify.Backlogged(s) {
-			e.notify.Deliver(s, push)
-			return true
-		}
-	}
-	e.notify.Deliver(q.Member(0), push)
-	return false
+	return res
 }

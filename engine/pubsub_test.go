@@ -8,15 +8,21 @@ import (
 )
 
 // pushes returns the push lines delivered to s.
-func (h *harness) pushes(s *Session) []string {
+func (h *harness) pushes(s SessionID) []string {
 	var out []string
 	for _, r := range h.rec.take(s) {
 		if r.Kind != KindPush {
 			h.t.Fatalf("non-push delivery %+v", r)
 		}
-		out = append(out, r.Value)
+		out = append(out, pushText(r))
 	}
 	return out
+}
+
+// pushText is a push's line without its LF.
+func pushText(r Result) string {
+	b := parse.AppendPush(nil, r.Push.Kind, r.Push.A, r.Push.B)
+	return string(b[:len(b)-1])
 }
 
 func TestSignalFanOutAndWildcards(t *testing.T) {
@@ -28,7 +34,7 @@ func TestSignalFanOutAndWildcards(t *testing.T) {
 	// A connection matching through several patterns gets one copy.
 	wantStatus(t, h.do(tail, "listen", "orders.eu.*", ""), parse.StatusOK)
 	wantInt(t, h.do(sender, "signal", "orders.eu.new", "p 1"), 3)
-	for _, s := range []*Session{exact, star, tail} {
+	for _, s := range []SessionID{exact, star, tail} {
 		if got := h.pushes(s); len(got) != 1 || got[0] != "sig orders.eu.new p 1" {
 			t.Fatalf("pushes %q", got)
 		}
@@ -49,13 +55,13 @@ func TestSignalFanOutAndWildcards(t *testing.T) {
 
 func TestSignalQueueGroupRoundRobin(t *testing.T) {
 	h := newHarness(t, Config{})
-	members := []*Session{h.session(), h.session(), h.session()}
+	members := []SessionID{h.session(), h.session(), h.session()}
 	for _, m := range members {
 		wantStatus(t, h.do(m, "listen", "jobs", "workers"), parse.StatusOK)
 	}
 	plain := h.session()
 	wantStatus(t, h.do(plain, "listen", "jobs", ""), parse.StatusOK)
-	got := map[*Session]int{}
+	got := map[SessionID]int{}
 	for i := 0; i < 6; i++ {
 		wantInt(t, h.do(plain, "signal", "jobs", "j"), 2) // one group + one plain
 		delivered := 0
@@ -81,26 +87,26 @@ func TestSignalQueueGroupRoundRobin(t *testing.T) {
 func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b, c, sender := h.session(), h.session(), h.session(), h.session()
-	for _, m := range []*Session{a, b, c} {
+	for _, m := range []SessionID{a, b, c} {
 		wantStatus(t, h.do(m, "listen", "jobs", "w"), parse.StatusOK)
 	}
-	h.rec.full = map[*Session]bool{b: true}
+	h.rec.full = map[SessionID]bool{b: true}
 	// Round-robin starts at a, then b (full: falls to c), then c.
-	var order []*Session
+	var order []SessionID
 	for i := 0; i < 3; i++ {
 		wantInt(t, h.do(sender, "signal", "jobs", "j"), 1)
-		for _, m := range []*Session{a, b, c} {
+		for _, m := range []SessionID{a, b, c} {
 			for range h.pushes(m) {
 				order = append(order, m)
 			}
 		}
 	}
-	if want := []*Session{a, c, c}; !slices.Equal(order, want) {
+	if want := []SessionID{a, c, c}; !slices.Equal(order, want) {
 		t.Fatalf("receivers %v, want a c c (b skipped)", order)
 	}
 	// All full: the chosen member gets the push (its transport then
 	// disconnects it) and the group does not count.
-	h.rec.full = map[*Session]bool{a: true, b: true, c: true}
+	h.rec.full = map[SessionID]bool{a: true, b: true, c: true}
 	wantInt(t, h.do(sender, "signal", "jobs", "j"), 0)
 	if n := len(h.pushes(a)) + len(h.pushes(b)) + len(h.pushes(c)); n != 1 {
 		t.Fatalf("%d pushes, want 1 to the chosen member", n)
@@ -108,7 +114,7 @@ func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
 	// A backlogged plain subscriber is not counted either.
 	plain := h.session()
 	wantStatus(t, h.do(plain, "listen", "news", ""), parse.StatusOK)
-	h.rec.full = map[*Session]bool{plain: true}
+	h.rec.full = map[SessionID]bool{plain: true}
 	wantInt(t, h.do(sender, "signal", "news", "x"), 0)
 	h.rec.full = nil
 	wantInt(t, h.do(sender, "signal", "news", "y"), 1)
@@ -121,7 +127,7 @@ func TestSubscriptionLimitAndCleanup(t *testing.T) {
 	wantStatus(t, h.do(s, "listen", "b", "g"), parse.StatusOK)
 	wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK) // duplicate: idempotent, not counted
 	wantStatus(t, h.do(s, "listen", "c", ""), parse.StatusError)
-	h.eng.Close(s)
+	h.close(s)
 	wantInt(t, h.do(sender, "signal", "a", "x"), 0)
 	wantInt(t, h.do(sender, "signal", "b", "x"), 0)
 	h.wantNothing(s)

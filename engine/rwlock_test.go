@@ -68,7 +68,7 @@ func TestRWLockWriterTimeoutLetsReadersThrough(t *testing.T) {
 	w2, r3 := h.session(), h.session()
 	wantBlocked(t, h.do(w2, "wl", "k", "10"))
 	wantBlocked(t, h.do(r3, "rl", "k", "10"))
-	h.eng.Close(w2)
+	h.close(w2)
 	h.wantDelivered(r3, parse.StatusOK)
 }
 
@@ -126,7 +126,7 @@ func TestRWLockStats(t *testing.T) {
 			Waiters int    `json:"waiters"`
 		} `json:"rw_locks"`
 	}
-	if err := json.Unmarshal(h.eng.AppendStats(nil, 3), &doc); err != nil {
+	if err := json.Unmarshal([]byte(h.stats(3)), &doc); err != nil {
 		t.Fatal(err)
 	}
 	found := false

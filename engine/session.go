@@ -1,22 +1,27 @@
 package engine
 
-// Session is the engine's view of one client connection: what it holds,
-// waits for or has enqueued, so that a disconnect can clean up.
-//
-// A Session's methods and every engine call carrying it must come from one
-// goroutine at a time (the connection's event loop); the engine reaches a
-// session from elsewhere only through the Notifier.
-type Session struct {
-	// ID is the connection id shown as owner_conn_id in stats.
-	ID uint64
-	// Owner is the transport's handle for the connection (the loop's
-	// conn); the engine only carries it.
-	Owner any
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 
-	eng *Engine
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// session is the engine's view of one client session: what it holds,
+// waits for or has enqueued, so that its close can clean up.
+//
+// Commands of one session are applied one at a time (by the session's
+// transport goroutine); other goroutines reach a session's state only
+// through the leader registrations of elections (their own mutex) and the
+// claims' generation stamps (atomics).
+type session struct {
+	id SessionID
+	// connID is the number stats show as owner_conn_id.
+	connID uint64
 	// claims records every slot this session created. Entries go stale
 	// when a slot is freed by anyone (release by token from another
-	// connection, lease expiry); the gen stamp recognises them, and
+	// session, lease expiry); the gen stamp recognises them, and
 	// compaction drops them in bulk so the slice stays proportional to
 	// what the session really holds.
 	claims []claim
@@ -44,14 +49,9 @@ func (c claim) live() bool { return c.sl.gen.Load() == c.gen }
 // minCompact is the claims length below which compaction is not worth it.
 const minCompact = 16
 
-// NewSession registers a connection.
-func (e *Engine) NewSession(owner any) *Session {
-	return &Session{ID: e.sessions.Add(1), Owner: owner, eng: e}
-}
-
 // record notes a slot created for this session. Called under sl's shard
 // lock by the session's goroutine.
-func (s *Session) record(sl *slot) {
+func (s *session) record(sl *slot) {
 	if len(s.claims) == cap(s.claims) && len(s.claims) >= minCompact {
 		live := s.claims[:0]
 		for _, c := range s.claims {
@@ -67,7 +67,7 @@ func (s *Session) record(sl *slot) {
 
 // enqueued returns the slot of this session's pending two-phase enqueue on
 // key, or nil. Called under the key's shard lock.
-func (s *Session) enqueued(ns namespace, key []byte) *slot {
+func (s *session) enqueued(ns namespace, key []byte) *slot {
 	c, ok := s.enq[ns][string(key)]
 	if !ok {
 		return nil
@@ -80,42 +80,141 @@ func (s *Session) enqueued(ns namespace, key []byte) *slot {
 	return c.sl
 }
 
-func (s *Session) rememberEnqueued(ns namespace, key string, sl *slot) {
+func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
 	if s.enq[ns] == nil {
 		s.enq[ns] = make(map[string]claim)
 	}
 	s.enq[ns][key] = claim{sl: sl, gen: sl.gen.Load()}
 }
 
-func (s *Session) forgetEnqueued(ns namespace, key []byte) {
+func (s *session) forgetEnqueued(ns namespace, key []byte) {
 	delete(s.enq[ns], string(key))
 }
 
-// Close runs disconnect cleanup (spec §D.4): waiters and enqueue state are
-// always cancelled; held slots are released unless the engine keeps them
-// until their leases end. Waiters go first, as in dflockd, so releasing
-// one of this session's holds cannot hand the key to its own queued
-// waiter. Each slot is handled under its own shard lock, one shard at a
-// time.
-func (e *Engine) Close(s *Session) {
-	// Subscriptions first: nothing is pushed to a closing connection,
-	// not even the release events of its own holds.
-	e.subs.RemoveAll(s)
-	e.watches.RemoveAll(s)
-	e.leaveElections(s)
+// sessionTable maps SessionIDs to sessions. An id's low 32 bits are a
+// dense index (reused after a close), its high 32 bits that index's
+// generation, so a stale id never finds a later session. Lookups are
+// lock-free: an atomic pointer to a directory of fixed chunks, which only
+// ever grows; Open and Close take mu.
+type sessionTable struct {
+	dir atomic.Pointer[[]*sessionChunk]
+	mu  struct {
+		sync.Mutex
+		gens  []uint32 // generation per index
+		free  []uint32 // indexes of closed sessions, reused LIFO
+		conns uint64   // connection numbers handed out
+	}
+}
+
+const (
+	chunkBits = 10
+	chunkSize = 1 << chunkBits
+)
+
+type sessionChunk [chunkSize]atomic.Pointer[session]
+
+// open registers a new session and returns it.
+func (t *sessionTable) open(connID uint64) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var idx uint32
+	if n := len(t.mu.free); n > 0 {
+		idx = t.mu.free[n-1]
+		t.mu.free = t.mu.free[:n-1]
+	} else {
+		idx = uint32(len(t.mu.gens))
+		t.mu.gens = append(t.mu.gens, 0)
+		if int(idx)%chunkSize == 0 {
+			t.growLocked()
+		}
+	}
+	t.mu.gens[idx]++
+	t.mu.conns++
+	if connID == 0 {
+		connID = t.mu.conns
+	}
+	s := &session{id: SessionID(uint64(t.mu.gens[idx])<<32 | uint64(idx)), connID: connID}
+	t.chunk(idx)[idx%chunkSize].Store(s)
+	return s
+}
+
+// growLocked adds one chunk to the directory (copy on write).
+func (t *sessionTable) growLocked() {
+	var dir []*sessionChunk
+	if d := t.dir.Load(); d != nil {
+		dir = append(dir, *d...)
+	}
+	dir = append(dir, new(sessionChunk))
+	t.dir.Store(&dir)
+}
+
+func (t *sessionTable) chunk(idx uint32) *sessionChunk { return (*t.dir.Load())[idx>>chunkBits] }
+
+// get returns the live session id names, or nil.
+func (t *sessionTable) get(id SessionID) *session {
+	idx := uint32(id)
+	d := t.dir.Load()
+	if d == nil || int(idx>>chunkBits) >= len(*d) {
+		return nil
+	}
+	s := (*d)[idx>>chunkBits][idx%chunkSize].Load()
+	if s == nil || s.id != id {
+		return nil
+	}
+	return s
+}
+
+// close forgets s; its index may be reused by a later open.
+func (t *sessionTable) close(s *session) {
+	idx := uint32(s.id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.chunk(idx)[idx%chunkSize].Store(nil)
+	t.mu.free = append(t.mu.free, idx)
+}
+
+// count returns the number of open sessions.
+func (t *sessionTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.mu.gens) - len(t.mu.free)
+}
+
+// mustSession returns the session a command names. A command for a session
+// that is not open is the caller's mistake.
+func (e *Engine) mustSession(id SessionID) *session {
+	s := e.sessions.get(id)
+	if s == nil {
+		panic(fmt.Sprintf("engine: command for session %#x, which is not open", uint64(id)))
+	}
+	return s
+}
+
+// closeSession runs disconnect cleanup (spec §D.4): waiters and enqueue
+// state are always cancelled; held slots are released unless the engine
+// keeps them until their leases end. Waiters go first, as in dflockd, so
+// releasing one of this session's holds cannot hand the key to its own
+// queued waiter. Each slot is handled under its own shard lock, one shard
+// at a time, in the order the session made its claims.
+func (e *Engine) closeSession(s *session, now timerwheel.Instant, fx *Effects) {
+	// Subscriptions first: nothing is pushed to a closing session, not
+	// even the release events of its own holds.
+	e.subs.RemoveAll(s.id)
+	e.watches.RemoveAll(s.id)
+	e.leaveElections(s, fx)
 	for _, holds := range [2]bool{false, true} {
 		for _, c := range s.claims {
 			sl := c.sl
 			sh := sl.sh
-			sh.lock()
+			sh.lock(fx)
 			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
-				e.dropClaimLocked(sh, sl, s)
+				e.dropClaimLocked(sh, sl, now)
 			}
 			sh.unlock()
 		}
 	}
 	if w := s.pop; w != nil {
-		w.sh.lock()
+		w.sh.lock(fx)
 		if !w.done {
 			w.sh.endPopLocked(w)
 			w.sh.dropEmptyListLocked(w.l)
@@ -124,7 +223,7 @@ func (e *Engine) Close(s *Session) {
 		s.pop = nil
 	}
 	if w := s.bar; w != nil {
-		w.sh.lock()
+		w.sh.lock(fx)
 		if !w.done {
 			w.sh.leaveBarrierLocked(w)
 		}
@@ -133,11 +232,11 @@ func (e *Engine) Close(s *Session) {
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}
+	e.sessions.close(s)
 }
 
 // dropClaimLocked ends one of a closing session's claims.
-func (e *Engine) dropClaimLocked(sh *shard, sl *slot, s *Session) {
-	now := e.clock.Now()
+func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant) {
 	switch sl.state {
 	case slotWaiting:
 		sh.dropWaiterLocked(sl, now)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"sync"
 
@@ -73,16 +72,16 @@ type shard struct {
 	elections map[string]*election
 	wheel     *timerwheel.Wheel
 	// published is the earliest deadline this shard has told the driver
-	// about; only an earlier one needs a Notify.
+	// about; only an earlier one needs telling.
 	published timerwheel.Tick
-	// firingAt is the instant of the Expire call in progress.
-	firingAt timerwheel.Instant
-	free     *slot // singly linked through next
-	salt     SaltSource
-	_        [64]byte // keep neighbouring shards' mutexes off one cache line
+	free      *slot // singly linked through next
+	// fx collects the effects of the command holding the lock: set by
+	// lock, cleared by unlock.
+	fx *Effects
+	_  [64]byte // keep neighbouring shards' mutexes off one cache line
 }
 
-func (s *shard) init(e *Engine, i int, now timerwheel.Instant) {
+func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.eng = e
 	s.index = i
 	for n := range s.res {
@@ -93,13 +92,23 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Instant) {
 	s.lists = make(map[string]*list)
 	s.barriers = make(map[string]*barrier)
 	s.elections = make(map[string]*election)
-	s.wheel = timerwheel.New(now.Tick())
+	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
-	s.salt = e.cfg.NewSalt()
 }
 
-func (s *shard) lock()   { s.mu.Lock() }
-func (s *shard) unlock() { s.mu.Unlock() }
+// lock takes the shard for a command whose effects go to fx.
+func (s *shard) lock(fx *Effects) {
+	s.mu.Lock()
+	s.fx = fx
+}
+
+func (s *shard) unlock() {
+	s.fx = nil
+	s.mu.Unlock()
+}
+
+// deliverLocked records a late reply or a push for sess.
+func (s *shard) deliverLocked(sess *session, r Result) { s.fx.add(sess.id, r) }
 
 // lookupLocked finds a resource without allocating.
 func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
@@ -123,14 +132,12 @@ func (s *shard) touchLocked(r *resource, now timerwheel.Instant) { r.lastActive 
 
 // gcLocked prunes resources idle for at least maxIdle ms. It scans the
 // shard's maps, as dflockd does: a few hundred keys per shard every
-// --gc-interval cost less than keeping every key on an idle list.
+// --gc-interval cost less than keeping every key on an idle list. It has
+// no effects on sessions (gc evicts expired holders before, in key order).
 func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	old := func(t timerwheel.Tick) bool { return now.Tick()-t >= timerwheel.Tick(maxIdle) }
 	for _, m := range s.res {
 		for k, r := range m {
-			if s.eng.rf() && r.holders.n > 0 {
-				s.evictExpiredLocked(r, now) // rf keeps them until a sweep
-			}
 			if r.idle() && old(r.lastActive) {
 				delete(m, k)
 				s.eng.keys.Add(-1)
@@ -148,7 +155,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	// --gc-max-idle without access (§I.28); only the rf profile does that.
 	if s.eng.rf() {
 		for _, kv := range s.kv {
-			if !kv.timer.Armed() && old(kv.lastActive) {
+			if !kv.hasTTL && old(kv.lastActive) {
 				s.deleteKVLocked(kv)
 			}
 		}
@@ -156,7 +163,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 }
 
 // newSlotLocked takes a slot from the free list.
-func (s *shard) newSlotLocked(r *resource, sess *Session) *slot {
+func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 	sl := s.free
 	if sl != nil {
 		s.free = sl.next
@@ -175,8 +182,8 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	sl.gen.Add(1)
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil
-	sl.twoPhase, sl.blocked, sl.elect = false, false, false
-	sl.tag = 0
+	sl.twoPhase, sl.blocked, sl.elect, sl.writer = false, false, false, false
+	sl.tag, sl.fence = 0, 0
 	sl.prev = nil
 	sl.next = s.free
 	s.free = sl
@@ -188,53 +195,8 @@ func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
 	s.wheel.Reset(n, deadline)
 	if deadline < s.published {
 		s.published = deadline
-		s.eng.driver.Notify(s.index, deadline)
-	}
-}
-
-// Expire implements timerwheel.Target; the driver calls it when a deadline
-// this shard published has come.
-func (s *shard) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
-	s.lock()
-	defer s.unlock()
-	s.firingAt = now
-	more := s.wheel.Advance(now.Tick(), expireBudget, s.fireLocked)
-	if more {
-		s.published = now.Tick()
-		return now.Tick(), true
-	}
-	next, ok := s.wheel.NextDeadline()
-	if !ok {
-		s.published = math.MaxInt64
-		return 0, false
-	}
-	s.published = next
-	return next, true
-}
-
-// fireLocked handles a due timer: a waiter's timeout, a holder's lease or
-// a KV entry's TTL.
-func (s *shard) fireLocked(n *timerwheel.Node) {
-	// Not the wheel's time, which is the tick being fired and may lie
-	// behind the real time by up to a tick (or more, after a budget cut):
-	// what a fired timer starts, a lease handed to the next waiter, must
-	// run from the real instant.
-	now := s.firingAt
-	switch o := n.Owner.(type) {
-	case *slot:
-		switch o.state {
-		case slotWaiting:
-			s.timeoutWaiterLocked(o, now)
-		case slotHolding:
-			s.leaseEndedLocked(o, now)
+		if f := s.eng.cfg.OnDeadline; f != nil {
+			f(s.index, deadline)
 		}
-	case *kvEntry:
-		s.deleteKVLocked(o)
-	case *popWaiter:
-		s.popTimedOutLocked(o)
-	case *barrierWaiter:
-		s.barrierTimedOutLocked(o)
-	default:
-		panic(fmt.Sprintf("engine: timer with unknown owner %T", o))
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"sync/atomic"
 
-	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -27,7 +26,7 @@ const (
 type slot struct {
 	sh    *shard
 	res   *resource
-	sess  *Session
+	sess  *session
 	state slotState
 	// twoPhase: created by e/se and not yet observed by w/sw.
 	twoPhase bool
@@ -39,8 +38,8 @@ type slot struct {
 	// elect: an elect claim; its grant makes the session the key's leader
 	// (election.go).
 	elect bool
-	lease int64 // lease TTL in ms, fixed at acquire time
-	token fence.Token
+	lease int64  // lease TTL in ms, fixed at acquire time
+	fence uint64 // of the grant; the token's salt is derived from it (token.go)
 	// timer is the acquire/wait timeout while waiting and the lease while
 	// holding; one node suffices because the two never overlap.
 	timer      timerwheel.Node
@@ -86,10 +85,10 @@ func (l *slotList) remove(s *slot) {
 	l.n--
 }
 
-// findToken returns the slot holding token t, or nil.
-func (l *slotList) findToken(t fence.Token) *slot {
+// findFence returns the slot holding the grant of fence f, or nil.
+func (l *slotList) findFence(f uint64) *slot {
 	for s := l.head; s != nil; s = s.next {
-		if s.token == t {
+		if s.fence == f {
 			return s
 		}
 	}

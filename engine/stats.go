@@ -1,324 +1,231 @@
 package engine
 
 import (
-	"encoding/json"
+	"cmp"
+	"slices"
+	"strings"
 
-	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
-
-	"github.com/valyala/bytebufferpool"
 )
 
-// statsDoc is the stats document (spec §F.1) in the field order of
-// dflockd's redis-feats line, whose shape is a superset of v2's: the v2
-// fields come first-class, the newer arrays are extras v2 clients ignore.
-// Arrays are never null (§I.24). What differs by profile is inside the
-// entries: rf lists limit-1 resources of its one map as locks and shows
-// their fence.
-type statsDoc struct {
-	Connections    int           `json:"connections"`
-	Locks          []lockStat    `json:"locks"`
-	Semaphores     []semStat     `json:"semaphores"`
-	RWLocks        []rwStat      `json:"rw_locks"`
-	IdleLocks      []idleStat    `json:"idle_locks"`
-	IdleSemaphores []idleStat    `json:"idle_semaphores"`
-	Counters       []counterStat `json:"counters"`
-	KVEntries      []kvStat      `json:"kv_entries"`
-	Lists          []listStat    `json:"lists"`
-	SignalChannels []signalStat  `json:"signal_channels"`
-	WatchChannels  []watchStat   `json:"watch_channels"`
-	Barriers       []barrierStat `json:"barriers"`
-	Fence          *fenceStat    `json:"fence,omitempty"`
-}
-
-// statsDocV1 is the stats document of dflockd v1.10 (spec §F.1): these
-// five keys only.
-type statsDocV1 struct {
-	Connections    int        `json:"connections"`
-	Locks          []lockStat `json:"locks"`
-	Semaphores     []semStat  `json:"semaphores"`
-	IdleLocks      []idleStat `json:"idle_locks"`
-	IdleSemaphores []idleStat `json:"idle_semaphores"`
-}
-
-// fenceStat shows the fence allocator: the last fence issued, the ceiling
-// durable on disk (with --fence-state-file), and the persister's counters.
-type fenceStat struct {
-	Last     uint64 `json:"last"`
-	Ceiling  uint64 `json:"ceiling,omitempty"`
-	Durable  bool   `json:"durable"`
-	Persists uint64 `json:"persists"`
-	Stalls   uint64 `json:"stalls"`
-	Failed   bool   `json:"failed"`
-}
-
-func (e *Engine) fenceStat() *fenceStat {
-	a, ok := e.cfg.Fences.(interface{ Stats() fence.Stats })
-	if !ok {
-		return nil
+// Stats reports the state for the stats document (spec §F.1) as of at;
+// connections is the caller's count. Arrays are sorted by key (then
+// pattern and group), so the same state always reports the same. The
+// fence state is the caller's to add: it knows the durable ceiling.
+func (e *Engine) Stats(at timerwheel.Instant, connections int) *parse.Stats {
+	st := &parse.Stats{
+		Connections: connections,
+		Locks:       []parse.LockStat{}, Semaphores: []parse.SemStat{}, RWLocks: []parse.RWStat{},
+		IdleLocks: []parse.IdleStat{}, IdleSemaphores: []parse.IdleStat{}, Counters: []parse.CounterStat{},
+		KVEntries: []parse.KVStat{}, Lists: []parse.ListStat{}, Barriers: []parse.BarrierStat{},
+		SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
 	}
-	st := a.Stats()
-	fs := &fenceStat{Last: st.Last, Durable: st.Durable, Persists: st.Persists, Stalls: st.Stalls, Failed: st.Failed}
-	if st.Durable {
-		fs.Ceiling = st.Ceiling
+	now := at.Tick()
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		e.collectStatsLocked(sh, st, now)
+		sh.mu.Unlock()
 	}
-	return fs
+	byKey := func(a, b string) int { return strings.Compare(a, b) }
+	slices.SortFunc(st.Locks, func(a, b parse.LockStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Semaphores, func(a, b parse.SemStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.RWLocks, func(a, b parse.RWStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.IdleLocks, func(a, b parse.IdleStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.IdleSemaphores, func(a, b parse.IdleStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Counters, func(a, b parse.CounterStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.KVEntries, func(a, b parse.KVStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Lists, func(a, b parse.ListStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Barriers, func(a, b parse.BarrierStat) int { return byKey(a.Key, b.Key) })
+	return st
 }
 
-type lockStat struct {
-	Key            string  `json:"key"`
-	OwnerConnID    uint64  `json:"owner_conn_id"`
-	LeaseExpiresIn float64 `json:"lease_expires_in_s"`
-	Waiters        int     `json:"waiters"`
-	Fence          uint64  `json:"fence,omitempty"` // rf only
-}
-
-// rwStat: fence is the highest among the holders (spec §F.1).
-type rwStat struct {
-	Key     string `json:"key"`
-	Readers int    `json:"readers"`
-	Writer  bool   `json:"writer"`
-	Fence   uint64 `json:"fence,omitempty"`
-	Waiters int    `json:"waiters"`
-}
-
-type semStat struct {
-	Key     string `json:"key"`
-	Limit   int    `json:"limit"`
-	Holders int    `json:"holders"`
-	Waiters int    `json:"waiters"`
-}
-
-type idleStat struct {
-	Key   string  `json:"key"`
-	IdleS float64 `json:"idle_s"`
-}
-
-type counterStat struct {
-	Key   string  `json:"key"`
-	Value int64   `json:"value"`
-	IdleS float64 `json:"idle_s"`
-}
-
-type barrierStat struct {
-	Key          string  `json:"key"`
-	Count        int     `json:"count"`
-	Participants int     `json:"participants"`
-	IdleS        float64 `json:"idle_s"`
-}
-
-type watchStat struct {
-	Pattern  string `json:"pattern"`
-	Watchers int    `json:"watchers"`
-}
-
-type signalStat struct {
-	Pattern   string `json:"pattern"`
-	Group     string `json:"group,omitempty"`
-	Listeners int    `json:"listeners"`
-}
-
-type listStat struct {
-	Key        string  `json:"key"`
-	Len        int     `json:"len"`
-	PopWaiters int     `json:"pop_waiters,omitempty"`
-	IdleS      float64 `json:"idle_s"`
-}
-
-type kvStat struct {
-	Key      string  `json:"key"`
-	ValueLen int     `json:"value_len"`
-	TTL      int64   `json:"ttl"` // seconds left, 0 = none
-	IdleS    float64 `json:"idle_s"`
-}
-
-// statsCollector gathers entries shard by shard.
-type statsCollector struct {
-	locks               []lockStat
-	sems                []semStat
-	rw                  []rwStat
-	idleLocks, idleSems []idleStat
-	counters            []counterStat
-	kv                  []kvStat
-	lists               []listStat
-	barriers            []barrierStat
-}
-
-// signalStats lists subscriptions by (pattern, group); [] when none
-// (spec §I.24).
-func (e *Engine) signalStats() []signalStat {
-	out := []signalStat{}
+// signalStats lists subscriptions by (pattern, group).
+func (e *Engine) signalStats() []parse.SignalStat {
+	out := []parse.SignalStat{}
 	for _, p := range e.subs.Patterns() {
-		out = append(out, signalStat{Pattern: p.Pattern, Group: p.Group, Listeners: p.Subscribers})
+		out = append(out, parse.SignalStat{Pattern: p.Pattern, Group: p.Group, Listeners: p.Subscribers})
 	}
 	return out
 }
 
-// watchStats lists watched patterns; [] when none (spec §I.24).
-func (e *Engine) watchStats() []watchStat {
-	out := []watchStat{}
+// watchStats lists watched patterns.
+func (e *Engine) watchStats() []parse.WatchStat {
+	out := []parse.WatchStat{}
 	for _, p := range e.watches.Patterns() {
-		out = append(out, watchStat{Pattern: p.Pattern, Watchers: p.Subscribers})
+		out = append(out, parse.WatchStat{Pattern: p.Pattern, Watchers: p.Subscribers})
 	}
 	return out
 }
 
-func rwStatOf(r *resource) rwStat {
-	st := rwStat{Key: r.key, Waiters: r.queue.n}
+func (e *Engine) rwStatOf(r *resource) parse.RWStat {
+	st := parse.RWStat{Key: r.key, Waiters: r.queue.n}
 	for h := r.holders.head; h != nil; h = h.next {
 		if h.writer {
 			st.Writer = true
 		} else {
 			st.Readers++
 		}
-		st.Fence = max(st.Fence, h.token.Fence)
+		st.Fence = max(st.Fence, h.fence)
 	}
 	return st
 }
 
 func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 
-// AppendStats appends the stats JSON (one line, no LF) to dst.
-func (e *Engine) AppendStats(dst []byte, connections int) []byte {
-	c := statsCollector{
-		locks: []lockStat{}, sems: []semStat{}, rw: []rwStat{}, idleLocks: []idleStat{}, idleSems: []idleStat{},
-		counters: []counterStat{}, kv: []kvStat{}, lists: []listStat{}, barriers: []barrierStat{},
-	}
-	for i := range e.shards {
-		sh := &e.shards[i]
-		sh.lock()
-		e.collectLocked(sh, &c, e.clock.Now().Tick())
-		sh.unlock()
-	}
-	var doc any = &statsDoc{
-		Connections: connections, Locks: c.locks, Semaphores: c.sems, RWLocks: c.rw,
-		IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems, Counters: c.counters, KVEntries: c.kv,
-		Lists: c.lists, SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
-		Barriers: c.barriers, Fence: e.fenceStat(),
-	}
-	if e.cfg.Profile == parse.ProfileV1 {
-		doc = &statsDocV1{Connections: connections, Locks: c.locks, Semaphores: c.sems,
-			IdleLocks: c.idleLocks, IdleSemaphores: c.idleSems}
-	}
-	buf := bytebufferpool.Get()
-	defer bytebufferpool.Put(buf)
-	if err := json.NewEncoder(buf).Encode(doc); err != nil {
-		panic("engine: stats document does not encode: " + err.Error())
-	}
-	b := buf.B
-	return append(dst, b[:len(b)-1]...) // Encode ends with LF; the reply adds its own
-}
-
-// collectLocked adds one shard's entries. v2 reports locks and semaphores
-// by namespace (spec §I.23: a limit-1 semaphore stays a semaphore); v1.10
-// and the rf line have one map and list limit-1 resources as locks.
-func (e *Engine) collectLocked(sh *shard, c *statsCollector, now timerwheel.Tick) {
+// collectStatsLocked adds one shard's entries. v2 reports locks and
+// semaphores by namespace (spec §I.23: a limit-1 semaphore stays a
+// semaphore); v1.10 and the rf line have one map and list limit-1
+// resources as locks. Lock entries carry their holder's fence; only the
+// rf document shows it (parse.AppendStats).
+func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.Tick) {
 	for ns, m := range sh.res {
 		for _, r := range m {
 			if r.rw {
 				if !r.idle() { // idle read-write locks are not listed (§F.1)
-					c.rw = append(c.rw, rwStatOf(r))
+					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
 				}
 				continue
 			}
 			asLock := namespace(ns) == nsLock && (!e.cfg.Profile.SharedLockSpace() || r.limit == 1)
 			if r.idle() {
-				is := idleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
+				is := parse.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
 				if asLock {
-					c.idleLocks = append(c.idleLocks, is)
+					st.IdleLocks = append(st.IdleLocks, is)
 				} else {
-					c.idleSems = append(c.idleSems, is)
+					st.IdleSemaphores = append(st.IdleSemaphores, is)
 				}
 				continue
 			}
 			if !asLock {
-				c.sems = append(c.sems, semStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, parse.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
 				continue
 			}
-			ls := lockStat{Key: r.key, Waiters: r.queue.n}
+			ls := parse.LockStat{Key: r.key, Waiters: r.queue.n}
 			if h := r.holders.head; h != nil {
-				ls.OwnerConnID = h.sess.ID
+				ls.OwnerConnID = h.sess.connID
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
-				if e.rf() {
-					ls.Fence = h.token.Fence
-				}
+				ls.Fence = h.fence
 			}
-			c.locks = append(c.locks, ls)
+			st.Locks = append(st.Locks, ls)
 		}
 	}
 	for k, ctr := range sh.counters {
-		c.counters = append(c.counters, counterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
+		st.Counters = append(st.Counters, parse.CounterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
 	}
 	for k, b := range sh.barriers {
-		c.barriers = append(c.barriers, barrierStat{Key: k, Count: b.count, Participants: b.parts.n, IdleS: seconds(now - b.lastActive)})
+		st.Barriers = append(st.Barriers, parse.BarrierStat{Key: k, Count: b.count, Participants: b.parts.n, IdleS: seconds(now - b.lastActive)})
 	}
 	for k, l := range sh.lists {
-		c.lists = append(c.lists, listStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
+		st.Lists = append(st.Lists, parse.ListStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
 	}
 	for k, kv := range sh.kv {
 		if kv.expired(timerwheel.Of(now)) {
 			continue
 		}
-		st := kvStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}
-		if kv.timer.Armed() {
-			st.TTL = int64(kv.timer.Deadline()-now+999) / 1000
+		ks := parse.KVStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}
+		if kv.hasTTL {
+			ks.TTL = int64(kv.timer.Deadline()-now+999) / 1000
 		}
-		c.kv = append(c.kv, st)
+		st.KVEntries = append(st.KVEntries, ks)
 	}
 }
 
-// GC prunes lock and semaphore keys idle for --gc-max-idle (spec §D.6).
-func (e *Engine) GC() {
+// gc prunes lock and semaphore keys (and the redis-feats primitives' idle
+// keys) idle for --gc-max-idle at at (spec §D.6).
+func (e *Engine) gc(at timerwheel.Instant, fx *Effects) {
 	maxIdle := e.cfg.GCMaxIdle.Milliseconds()
+	if e.rf() {
+		// rf keeps expired holders nobody waits behind until a sweep (so
+		// that their renew can answer error_lease_expired): evict them
+		// now, in key order, as their release events are effects.
+		e.visitInKeyOrder(fx, func(r *resource) bool { return r.holders.n > 0 },
+			func(sh *shard, r *resource) { sh.evictExpiredLocked(r, at) })
+	}
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.lock()
-		sh.gcLocked(e.clock.Now(), maxIdle)
+		sh.lock(fx)
+		sh.gcLocked(at, maxIdle)
 		sh.unlock()
 	}
 }
 
-// Drain cancels every parked acquire and wait with error, for graceful
+// drain cancels every parked acquire and wait with error, for graceful
 // shutdown (spec §D.5, §I.29); a request that would wait from now on gets
 // error at once. (The v2 profile refuses every request during a drain
-// before it reaches the engine; v1.10 goes on serving them.)
-func (e *Engine) Drain() {
+// before it reaches the engine; v1.10 goes on serving them.) Resources
+// are visited in key order, so that the hand-offs a drain can cause
+// (readers queued behind a parked writer) take fences in the same order
+// whatever the shard count.
+func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 	e.draining.Store(true)
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.lock()
-		now := e.clock.Now()
-		for _, m := range sh.res {
-			for _, r := range m {
-				for sl := r.queue.head; sl != nil; {
-					next := sl.next
-					if sl.blocked {
-						sess, tag := sl.sess, sl.tag
-						r.queue.remove(sl)
-						sh.freeSlotLocked(sl)
-						e.notify.Deliver(sess, Result{Status: parse.StatusError, Tag: tag})
-					}
-					sl = next
-				}
-				sh.handOffLocked(r, now) // readers behind a dropped writer
-			}
-		}
+		sh.lock(fx)
 		for _, b := range sh.barriers {
 			for w := b.parts.head; w != nil; w = b.parts.head {
 				sh.endBarrierWaitLocked(w)
-				e.notify.Deliver(w.sess, status(parse.StatusError))
+				sh.deliverLocked(w.sess, status(parse.StatusError))
 			}
 			sh.dropBarrierIfEmptyLocked(b)
 		}
 		for _, l := range sh.lists {
 			for w := l.waiters.head; w != nil; w = l.waiters.head {
 				sh.endPopLocked(w)
-				e.notify.Deliver(w.sess, status(parse.StatusError))
+				sh.deliverLocked(w.sess, status(parse.StatusError))
 			}
 			sh.dropEmptyListLocked(l)
 		}
 		sh.unlock()
+	}
+	e.visitInKeyOrder(fx, func(r *resource) bool { return r.queue.n > 0 }, func(sh *shard, r *resource) {
+		for sl := r.queue.head; sl != nil; {
+			next := sl.next
+			if sl.blocked {
+				sess, tag := sl.sess, sl.tag
+				r.queue.remove(sl)
+				sh.freeSlotLocked(sl)
+				sh.deliverLocked(sess, Result{Status: parse.StatusError, Tag: tag})
+			}
+			sl = next
+		}
+		sh.handOffLocked(r, at) // readers behind a dropped writer
+	})
+}
+
+// visitInKeyOrder runs f, under its shard's lock, on every lock, semaphore
+// and read-write lock resource that pick selects (under the same lock, a
+// moment before), in the order of their keys (then namespaces): commands
+// that act on many keys at once must act in an order that does not
+// depend on the shard count or on map iteration, since what they do can
+// take fences and make effects.
+func (e *Engine) visitInKeyOrder(fx *Effects, pick func(*resource) bool, f func(*shard, *resource)) {
+	type ref struct {
+		sh  *shard
+		key string
+		ns  namespace
+	}
+	var refs []ref
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		for ns, m := range sh.res {
+			for k, r := range m {
+				if pick(r) {
+					refs = append(refs, ref{sh, k, namespace(ns)})
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.ns, b.ns)) })
+	for _, p := range refs {
+		p.sh.lock(fx)
+		if r := p.sh.res[p.ns][p.key]; r != nil && pick(r) {
+			f(p.sh, r)
+		}
+		p.sh.unlock()
 	}
 }
 

@@ -31,15 +31,16 @@ func TestStress(t *testing.T) {
 		runFor      = 1500 * time.Millisecond
 		settleLimit = 5 * time.Second
 	)
-	n := &stressNotifier{t: t}
+	clock := timerwheel.NewMonoClock()
+	rt := &stressRouter{t: t, sess: map[SessionID]*stressSess{}}
 	eng := New(Config{
 		Shards:       8,
 		DefaultLease: time.Minute,
 		GCMaxIdle:    -1, // prune idle keys at every GC: maximal churn
-		Clock:        timerwheel.NewMonoClock(),
-	}, n)
-	eng.Start()
-	defer eng.Stop()
+		Start:        clock.Now(),
+		TokenKey:     testKey,
+	})
+	rt.eng, rt.clock = eng, clock
 
 	keys := []*stressKey{
 		{name: "k0", ns: nsLock, limit: 1},
@@ -52,21 +53,23 @@ func TestStress(t *testing.T) {
 	stop := make(chan struct{})
 	var side sync.WaitGroup
 	side.Add(1)
-	go func() { // housekeeping, as gnet's ticker and stats requests do
+	go func() { // timers, GC and stats, as the server's driver, ticker and stats requests do
 		defer side.Done()
-		var buf []byte
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
-			case <-time.After(2 * time.Millisecond):
+			case <-time.After(time.Millisecond):
 			}
-			eng.GC()
+			rt.advance()
+			if i%2 == 0 {
+				rt.run(Command{Kind: KindGC})
+			}
 			if k := eng.Keys(); k < 0 || k > len(keys) {
 				t.Errorf("Keys() = %d with %d possible keys", k, len(keys))
 			}
-			if i%5 == 0 {
-				buf = eng.AppendStats(buf[:0], 0)
+			if i%10 == 0 {
+				_ = eng.Stats(clock.Now(), 0)
 			}
 		}
 	}()
@@ -75,7 +78,7 @@ func TestStress(t *testing.T) {
 	ops := make([]int, workers)
 	for i := range workers {
 		w := &stressWorker{
-			t: t, eng: eng, keys: keys, id: i,
+			t: t, rt: rt, keys: keys, id: i,
 			rng:  rand.New(rand.NewPCG(uint64(i), 7)),
 			wake: make(chan struct{}, 1),
 		}
@@ -102,7 +105,7 @@ func TestStress(t *testing.T) {
 			t.Errorf("%s/%d: %d holders counted after every release", k.name, k.ns, h)
 		}
 	}
-	eng.GC()
+	rt.run(Command{Kind: KindGC})
 	if k := eng.Keys(); k != 0 {
 		t.Errorf("Keys() = %d after every session released, closed and GC", k)
 	}
@@ -123,24 +126,57 @@ type stressKey struct {
 	holders atomic.Int32 // observed grants not yet released
 }
 
-type stressNotifier struct {
-	t *testing.T
+// stressRouter applies commands and hands their effects to the sessions'
+// workers, as the server's transports do. seq orders applies and closes:
+// an effect for a session may be routed after its Close returned (the
+// command that made it raced the close, and the transport drops it), but
+// no command that started after the close may make one.
+type stressRouter struct {
+	t     *testing.T
+	eng   *Engine
+	clock timerwheel.Clock
+	seq   atomic.Uint64
+	mu    sync.Mutex
+	sess  map[SessionID]*stressSess
 }
 
-func (n *stressNotifier) Backlogged(*Session) bool { return false }
+func (rt *stressRouter) run(c Command) Result {
+	var fx Effects
+	start := rt.seq.Add(1)
+	c.At = rt.clock.Now()
+	r := rt.eng.Apply(&c, &fx)
+	rt.route(&fx, start)
+	return r
+}
 
-func (n *stressNotifier) Deliver(s *Session, r Result) {
-	ss := s.Owner.(*stressSess)
-	if ss.closed.Load() {
-		n.t.Errorf("delivery %+v to session %d after its Close returned", r, s.ID)
-	}
-	w := ss.w
-	w.mu.Lock()
-	w.inbox = append(w.inbox, stressDelivery{ss, r})
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+func (rt *stressRouter) advance() {
+	var fx Effects
+	start := rt.seq.Add(1)
+	rt.eng.Advance(rt.clock.Now(), &fx)
+	rt.route(&fx, start)
+}
+
+func (rt *stressRouter) route(fx *Effects, start uint64) {
+	for _, f := range fx.List {
+		rt.mu.Lock()
+		ss := rt.sess[f.To]
+		rt.mu.Unlock()
+		if ss == nil {
+			rt.t.Errorf("effect %+v for unknown session %#x", f.Result, uint64(f.To))
+			continue
+		}
+		if c := ss.closedSeq.Load(); c != 0 && c < start {
+			rt.t.Errorf("effect %+v to session %#x by a command that started after its Close returned", f.Result, uint64(f.To))
+			continue
+		}
+		w := ss.w
+		w.mu.Lock()
+		w.inbox = append(w.inbox, stressDelivery{ss, f.Result})
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -151,7 +187,7 @@ type stressDelivery struct {
 
 type stressWorker struct {
 	t        *testing.T
-	eng      *Engine
+	rt       *stressRouter
 	keys     []*stressKey
 	id       int
 	rng      *rand.Rand
@@ -177,9 +213,9 @@ const (
 )
 
 type stressSess struct {
-	w      *stressWorker
-	s      *Session
-	closed atomic.Bool // set once eng.Close has returned
+	w         *stressWorker
+	s         SessionID
+	closedSeq atomic.Uint64 // set once its Close has returned
 	// Worker-confined below.
 	parked   *stressKey // key of the parked request, nil if none
 	holds    []stressHold
@@ -189,7 +225,10 @@ type stressSess struct {
 
 func (w *stressWorker) newSession() *stressSess {
 	ss := &stressSess{w: w, enq: map[*stressKey]enqState{}, enqToken: map[*stressKey]fence.Token{}}
-	ss.s = w.eng.NewSession(ss)
+	ss.s = w.rt.run(Command{Kind: KindOpen}).Session
+	w.rt.mu.Lock()
+	w.rt.sess[ss.s] = ss
+	w.rt.mu.Unlock()
 	return ss
 }
 
@@ -213,14 +252,14 @@ func (w *stressWorker) drain() {
 	w.mu.Unlock()
 	for _, d := range items {
 		ss := d.ss
-		if ss.closed.Load() {
-			continue // queued before Close: the loop drops these too
+		if ss.closedSeq.Load() != 0 {
+			continue // queued before Close: the transport drops these too
 		}
 		if d.r.Kind == KindPush {
 			continue // a leader push to an observer: answers no request
 		}
 		if ss.parked == nil {
-			w.errorf("delivery %+v to session %d, which is not parked", d.r, ss.s.ID)
+			w.errorf("delivery %+v to session %#x, which is not parked", d.r, uint64(ss.s))
 			continue
 		}
 		k := ss.parked
@@ -236,7 +275,7 @@ func (w *stressWorker) drain() {
 }
 
 func (w *stressWorker) do(ss *stressSess, req *parse.Request) Result {
-	return w.eng.Do(ss.s, req)
+	return w.rt.run(Command{Kind: KindRequest, Session: ss.s, Req: *req})
 }
 
 func (w *stressWorker) keyReq(op parse.Op, k *stressKey) parse.Request {
@@ -278,8 +317,8 @@ func (w *stressWorker) closeSession(ss *stressSess) {
 		h.key.holders.Add(-1)
 	}
 	ss.holds = nil
-	w.eng.Close(ss.s)
-	ss.closed.Store(true)
+	w.rt.run(Command{Kind: KindClose, Session: ss.s})
+	ss.closedSeq.Store(w.rt.seq.Add(1))
 }
 
 // step issues one random request for ss, or disconnects it and reports

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // This file is the subscription index behind pub/sub signals (spec §B.9)
@@ -54,7 +53,7 @@ type Sublist struct {
 		root subNode
 		// bySess is the reverse index: disconnect cleanup, Count and
 		// duplicate detection without walking the trie.
-		bySess map[*Session]*subState
+		bySess map[SessionID]*subState
 	}
 }
 
@@ -79,7 +78,7 @@ type subNode struct {
 }
 
 type subEntry struct {
-	s   *Session
+	s   SessionID
 	st  *subState // == reg.st, saving Match a dereference
 	reg *subReg
 }
@@ -92,7 +91,7 @@ type subQueue struct {
 	next atomic.Uint64
 	// members in join order. Copy-on-write: a published slice is never
 	// modified, so a Matches may keep using it after the lock is gone.
-	members []*Session
+	members []SessionID
 }
 
 // subState is one session's registrations in this Sublist.
@@ -123,7 +122,7 @@ type PatternStat struct {
 // NewSublist returns an empty index.
 func NewSublist() *Sublist {
 	l := &Sublist{}
-	l.mu.bySess = make(map[*Session]*subState)
+	l.mu.bySess = make(map[SessionID]*subState)
 	return l
 }
 
@@ -166,9 +165,9 @@ func (l *Sublist) Len() int { return int(l.n.Load()) }
 // the cap and in RF the cap spans listen + watch + observe, so check Has,
 // then the sum of Count over the indexes, then Subscribe. That is race
 // free because one session's calls come from one goroutine (Session).
-func (l *Sublist) Subscribe(s *Session, pattern, group string) (added bool, err error) {
-	if s == nil {
-		panic("engine: Sublist.Subscribe with nil session")
+func (l *Sublist) Subscribe(s SessionID, pattern, group string) (added bool, err error) {
+	if s == 0 {
+		panic("engine: Sublist.Subscribe with no session")
 	}
 	if err := validPattern(pattern); err != nil {
 		return false, err
@@ -196,7 +195,7 @@ func (l *Sublist) Subscribe(s *Session, pattern, group string) (added bool, err 
 			n.queues = append(n.queues, q)
 		}
 		// Copy-on-write: readers may still hold the old slice.
-		members := make([]*Session, len(q.members), len(q.members)+1)
+		members := make([]SessionID, len(q.members), len(q.members)+1)
 		copy(members, q.members)
 		q.members = append(members, s)
 		reg.q = q
@@ -207,7 +206,7 @@ func (l *Sublist) Subscribe(s *Session, pattern, group string) (added bool, err 
 }
 
 // Has reports whether (s, pattern, group) is registered.
-func (l *Sublist) Has(s *Session, pattern, group string) bool {
+func (l *Sublist) Has(s SessionID, pattern, group string) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	st := l.mu.bySess[s]
@@ -215,7 +214,7 @@ func (l *Sublist) Has(s *Session, pattern, group string) bool {
 }
 
 // Count is the number of s's registrations in this index.
-func (l *Sublist) Count(s *Session) int {
+func (l *Sublist) Count(s SessionID) int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if st := l.mu.bySess[s]; st != nil {
@@ -226,7 +225,7 @@ func (l *Sublist) Count(s *Session) int {
 
 // Unsubscribe removes (s, pattern, group) and reports whether it was
 // registered. An invalid pattern is simply never registered.
-func (l *Sublist) Unsubscribe(s *Session, pattern, group string) bool {
+func (l *Sublist) Unsubscribe(s SessionID, pattern, group string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.mu.bySess[s]
@@ -248,7 +247,7 @@ func (l *Sublist) Unsubscribe(s *Session, pattern, group string) bool {
 
 // RemoveAll drops every registration of s (disconnect, spec §D.4) and
 // returns how many there were.
-func (l *Sublist) RemoveAll(s *Session) int {
+func (l *Sublist) RemoveAll(s SessionID) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.mu.bySess[s]
@@ -301,11 +300,11 @@ func (l *Sublist) nodeForLocked(pattern string) *subNode {
 
 // removeLocked detaches reg (owned by s) from its node and prunes nodes
 // left empty. The caller has already removed it from the subState.
-func (l *Sublist) removeLocked(s *Session, reg *subReg) {
+func (l *Sublist) removeLocked(s SessionID, reg *subReg) {
 	n := reg.node
 	if q := reg.q; q != nil {
 		i := slices.Index(q.members, s)
-		members := make([]*Session, 0, len(q.members)-1)
+		members := make([]SessionID, 0, len(q.members)-1)
 		members = append(members, q.members[:i]...)
 		q.members = append(members, q.members[i+1:]...)
 		if len(q.members) == 0 {
@@ -412,13 +411,13 @@ type Matches struct {
 	// session both grouped and not receives twice. (The RF server also
 	// skipped a wildcard non-grouped delivery to a session that an exact
 	// queue group had just picked; the spec's rule is followed instead.)
-	Subs []*Session
+	Subs []SessionID
 	// Queues holds one entry per matching queue group (spec §B.9 rule 2).
 	Queues []QueueMatch
 
 	// multi lists the sessions in Subs that hold several non-grouped
 	// registrations: the only ones a later node can repeat.
-	multi  []*Session
+	multi  []SessionID
 	seen   seenSet // the first hashed entries of multi, once it is long
 	hashed int
 	nodes  int // nodes that contributed to Subs
@@ -427,7 +426,7 @@ type Matches struct {
 // QueueMatch is one matched queue group, frozen at Match time.
 type QueueMatch struct {
 	q       *subQueue
-	members []*Session // copy-on-write snapshot, join order
+	members []SessionID // copy-on-write snapshot, join order
 	start   int
 }
 
@@ -440,7 +439,7 @@ func (q *QueueMatch) Len() int { return len(q.members) }
 // Member returns the i-th member to try, 0 ≤ i < Len: Member(0) is the
 // round-robin choice, the following ones are the fallbacks for a member
 // whose push queue is full, in join order.
-func (q *QueueMatch) Member(i int) *Session {
+func (q *QueueMatch) Member(i int) SessionID {
 	i += q.start
 	if i >= len(q.members) {
 		i -= len(q.members)
@@ -546,7 +545,7 @@ func (n *subNode) collect(m *Matches) {
 }
 
 // saw reports whether s is already among the multi-pattern receivers.
-func (m *Matches) saw(s *Session) bool {
+func (m *Matches) saw(s SessionID) bool {
 	if len(m.multi) <= seenLimit {
 		return slices.Contains(m.multi, s)
 	}
@@ -557,14 +556,10 @@ func (m *Matches) saw(s *Session) bool {
 	return m.seen.has(s)
 }
 
-// seenSet is an open-addressing set of session pointers. Generation
+// seenSet is an open-addressing set of session ids. Generation
 // stamps empty it in O(1) between matches, where a Go map would need a
 // clear proportional to its size and costs several times more per
 // operation on this path (measured: BenchmarkSublistMatch/fanout_1000_dedup).
-//
-// Keys are stored as addresses, not pointers, so the set keeps no session
-// alive; an address is only compared within the generation that stored
-// it, while Matches.Subs holds the session.
 type seenSet struct {
 	slots []seenSlot // len is a power of two, at least twice the entries
 	shift uint8      // 64 - log2(len(slots))
@@ -573,7 +568,7 @@ type seenSet struct {
 }
 
 type seenSlot struct {
-	addr uintptr
+	addr SessionID
 	gen  uint32
 }
 
@@ -586,15 +581,15 @@ func (t *seenSet) reset() {
 	}
 }
 
-func (t *seenSet) slot(addr uintptr) int {
+func (t *seenSet) slot(addr SessionID) int {
 	return int(uint64(addr) * 0x9e3779b97f4a7c15 >> t.shift) // Fibonacci hashing
 }
 
-func (t *seenSet) has(s *Session) bool {
+func (t *seenSet) has(s SessionID) bool {
 	if t.n == 0 {
 		return false
 	}
-	addr := uintptr(unsafe.Pointer(s))
+	addr := s
 	mask := len(t.slots) - 1
 	for i := t.slot(addr); ; i = (i + 1) & mask {
 		switch sl := &t.slots[i]; {
@@ -607,15 +602,15 @@ func (t *seenSet) has(s *Session) bool {
 }
 
 // add inserts s, which must not be present.
-func (t *seenSet) add(s *Session) {
+func (t *seenSet) add(s SessionID) {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	t.put(uintptr(unsafe.Pointer(s)))
+	t.put(s)
 	t.n++
 }
 
-func (t *seenSet) put(addr uintptr) {
+func (t *seenSet) put(addr SessionID) {
 	mask := len(t.slots) - 1
 	i := t.slot(addr)
 	for t.slots[i].gen == t.gen {

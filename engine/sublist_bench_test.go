@@ -57,7 +57,7 @@ func BenchmarkSublistMatch(b *testing.B) {
 	})
 	b.Run("literal_1sub", func(b *testing.B) {
 		l := NewSublist()
-		l.Subscribe(&Session{ID: 1}, "orders.eu.new", "")
+		l.Subscribe(SessionID(1), "orders.eu.new", "")
 		ch := []byte("orders.eu.new")
 		var m Matches
 		b.ReportAllocs()
@@ -67,7 +67,7 @@ func BenchmarkSublistMatch(b *testing.B) {
 	})
 	b.Run("wildcard_1sub", func(b *testing.B) {
 		l := NewSublist()
-		l.Subscribe(&Session{ID: 1}, "orders.*.>", "")
+		l.Subscribe(SessionID(1), "orders.*.>", "")
 		ch := []byte("orders.eu.new")
 		var m Matches
 		b.ReportAllocs()
@@ -173,7 +173,7 @@ func BenchmarkSublistLinearScan(b *testing.B) {
 
 func BenchmarkSublistSubscribeUnsubscribe(b *testing.B) {
 	l, _ := mixedSublist(b, 10000)
-	s := &Session{ID: 1 << 40}
+	s := SessionID(1 << 40)
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Subscribe(s, "w1.*.w2", "")

@@ -44,31 +44,35 @@ func refMatch(pattern, channel string) bool {
 	return len(p) == len(c)
 }
 
-func newSessions(n int) []*Session {
-	ss := make([]*Session, n)
+// newSessions returns the ids 1..n.
+func newSessions(n int) []SessionID { return sessionsFrom(1, n) }
+
+// sessionsFrom returns n ids from first on.
+func sessionsFrom(first, n int) []SessionID {
+	ss := make([]SessionID, n)
 	for i := range ss {
-		ss[i] = &Session{ID: uint64(i + 1)}
+		ss[i] = SessionID(uint64(first + i))
 	}
 	return ss
 }
 
-func mustSub(t *testing.T, l *Sublist, s *Session, pattern, group string) {
+func mustSub(t *testing.T, l *Sublist, s SessionID, pattern, group string) {
 	t.Helper()
 	added, err := l.Subscribe(s, pattern, group)
 	if err != nil || !added {
-		t.Fatalf("Subscribe(%d, %q, %q) = %v, %v", s.ID, pattern, group, added, err)
+		t.Fatalf("Subscribe(%d, %q, %q) = %v, %v", uint64(s), pattern, group, added, err)
 	}
 }
 
-func ids(ss []*Session) []uint64 {
+func ids(ss []SessionID) []uint64 {
 	out := make([]uint64, len(ss))
 	for i, s := range ss {
-		out[i] = s.ID
+		out[i] = uint64(s)
 	}
 	return out
 }
 
-func sortedIDs(ss []*Session) []uint64 {
+func sortedIDs(ss []SessionID) []uint64 {
 	out := ids(ss)
 	slices.Sort(out)
 	return out
@@ -121,7 +125,7 @@ func TestPatternValidation(t *testing.T) {
 			t.Errorf("reference disagrees on %q", tt.pattern)
 		}
 		l := NewSublist()
-		added, err := l.Subscribe(&Session{}, tt.pattern, "")
+		added, err := l.Subscribe(SessionID(1<<50), tt.pattern, "")
 		if added != tt.ok || (err == nil) != tt.ok {
 			t.Errorf("Subscribe(%q) = %v, %v, want ok=%v", tt.pattern, added, err, tt.ok)
 		}
@@ -178,7 +182,7 @@ func TestSublistMatchSemantics(t *testing.T) {
 		{"a.*", []string{"a.*", "a.>"}, nil},
 		{"a.b", nil, []string{"a.*", "a.>", "*.b"}},
 	}
-	sess := &Session{ID: 1}
+	sess := SessionID(1)
 	for _, tt := range tests {
 		l := NewSublist()
 		mustSub(t, l, sess, tt.pattern, "")
@@ -254,7 +258,7 @@ func TestSublistDedupManyMultiSessions(t *testing.T) {
 func memberOrder(q *QueueMatch) []uint64 {
 	out := make([]uint64, q.Len())
 	for i := range out {
-		out[i] = q.Member(i).ID
+		out[i] = uint64(q.Member(i))
 	}
 	return out
 }
@@ -338,7 +342,7 @@ func TestSublistQueueSameNameTwoPatterns(t *testing.T) {
 
 func TestSublistGroupedAndPlainReceivesTwice(t *testing.T) {
 	l := NewSublist()
-	s := &Session{ID: 7}
+	s := SessionID(7)
 	mustSub(t, l, s, "ch", "")
 	mustSub(t, l, s, "ch", "g")
 	mustSub(t, l, s, "*", "") // deduplicated with "ch"
@@ -466,7 +470,7 @@ func TestSublistPatterns(t *testing.T) {
 
 // refSub is one registration of the reference model.
 type refSub struct {
-	s              *Session
+	s              SessionID
 	pattern, group string
 }
 
@@ -513,7 +517,7 @@ func testSublistModel(t *testing.T, sessions int, toks []string, steps int) {
 
 	l := NewSublist()
 	var model []refSub
-	find := func(s *Session, p, g string) int {
+	find := func(s SessionID, p, g string) int {
 		return slices.IndexFunc(model, func(r refSub) bool { return r.s == s && r.pattern == p && r.group == g })
 	}
 	var m Matches
@@ -608,15 +612,15 @@ func checkAgainstModel(t *testing.T, step int, ch string, model []refSub, m *Mat
 			continue
 		}
 		if r.group == "" {
-			if !slices.Contains(plain, r.s.ID) {
-				plain = append(plain, r.s.ID)
+			if !slices.Contains(plain, uint64(r.s)) {
+				plain = append(plain, uint64(r.s))
 			}
 			if r.pattern == ch {
-				exact = append(exact, r.s.ID)
+				exact = append(exact, uint64(r.s))
 			}
 		} else {
 			k := gkey{r.pattern, r.group}
-			wantGroups[k] = append(wantGroups[k], r.s.ID)
+			wantGroups[k] = append(wantGroups[k], uint64(r.s))
 		}
 	}
 	got := ids(m.Subs)
@@ -660,7 +664,7 @@ func FuzzSublistMatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, pattern, channel string) {
 		l := NewSublist()
-		s := &Session{ID: 1}
+		s := SessionID(1)
 		added, err := l.Subscribe(s, pattern, "")
 		if valid := refValidPattern(pattern); valid != (err == nil) || valid != added {
 			t.Fatalf("Subscribe(%q) = %v, %v; reference valid=%v", pattern, added, err, valid)
@@ -710,12 +714,12 @@ func TestSublistConcurrent(t *testing.T) {
 				l.Match([]byte("s.x.y"), &m)
 				for i, s := range m.Subs {
 					if slices.Contains(m.Subs[i+1:], s) {
-						failure.Store(fmt.Sprintf("session %d received twice", s.ID))
+						failure.Store(fmt.Sprintf("session %d received twice", uint64(s)))
 					}
 				}
 				for _, s := range stable[:3] {
 					if !slices.Contains(m.Subs, s) {
-						failure.Store(fmt.Sprintf("stable session %d missing", s.ID))
+						failure.Store(fmt.Sprintf("stable session %d missing", uint64(s)))
 					}
 				}
 				found := false
@@ -740,7 +744,7 @@ func TestSublistConcurrent(t *testing.T) {
 	for c := range churners {
 		churn.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), 9))
-			own := newSessions(5)
+			own := sessionsFrom(1000*(c+1), 5) // none of them stable
 			for range rounds {
 				s := own[rng.IntN(len(own))]
 				p, g := patterns[rng.IntN(len(patterns))], groups[rng.IntN(len(groups))]

@@ -2,15 +2,15 @@ package engine
 
 import (
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
 // enqueue serves e and se (two-phase acquire, phase 1). The enqueue state
 // belongs to the (session, key) pair: only this session's w can finish it.
-func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseMs int64) Result {
+func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseMs int64, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
-	now := e.clock.Now()
 	if sl := sess.enqueued(ns, key); sl != nil {
 		if sl.state == slotHolding && now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
@@ -47,16 +47,15 @@ func (e *Engine) enqueue(sess *Session, ns namespace, key []byte, m mode, leaseM
 
 // wait serves w and sw (phase 2). It consumes the enqueue state whatever
 // the outcome: after a timeout the client must e again (spec §B.1.5).
-func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) Result {
+func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(key)
-	sh.lock()
+	sh.lock(fx)
 	defer sh.unlock()
 	sl := sess.enqueued(ns, key)
 	if sl == nil {
 		return status(parse.StatusErrorNotEnqueued)
 	}
 	sess.forgetEnqueued(ns, key)
-	now := e.clock.Now()
 	switch sl.state {
 	case slotLapsed:
 		sh.freeSlotLocked(sl)
@@ -70,10 +69,10 @@ func (e *Engine) wait(sess *Session, ns namespace, key []byte, timeoutMs int64) 
 		}
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.twoPhase = false
-		e.watchEvent(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
+		sh.watchEventLocked(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
 		sh.armLocked(&sl.timer, now.After(sl.lease))
 		sh.touchLocked(sl.res, now)
-		return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sl.token, Lease: sl.lease / 1000}
+		return sh.grantResult(sl)
 	}
 	// Still queued.
 	sl.twoPhase = false

@@ -14,7 +14,7 @@ const (
 	evRelease = "release"
 )
 
-func (e *Engine) watchOp(s *Session, r *parse.Request) Result {
+func (e *Engine) watchOp(s SessionID, r *parse.Request) Result {
 	pattern := string(r.Key)
 	if r.Op == parse.OpUnwatch {
 		e.watches.Unsubscribe(s, pattern, "")
@@ -34,8 +34,13 @@ func (e *Engine) watchOp(s *Session, r *parse.Request) Result {
 	return status(parse.StatusOK)
 }
 
-// watchEvent pushes event for key to its watchers.
-func (e *Engine) watchEvent(event, key string) {
+// watching reports whether anyone watches any key: callers that would
+// make a key string only for watchEventLocked check it first.
+func (sh *shard) watching() bool { return sh.eng.watches.Len() != 0 }
+
+// watchEventLocked pushes event for key to its watchers.
+func (sh *shard) watchEventLocked(event, key string) {
+	e := sh.eng
 	if e.watches.Len() == 0 {
 		return
 	}
@@ -45,8 +50,8 @@ func (e *Engine) watchEvent(event, key string) {
 	if len(m.Subs) == 0 {
 		return
 	}
-	push := Result{Status: parse.StatusOK, Kind: KindPush, Value: "watch " + event + " " + key}
+	push := pushResult(parse.PushWatch, event, key)
 	for _, s := range m.Subs {
-		e.notify.Deliver(s, push)
+		sh.fx.add(s, push)
 	}
 }

@@ -57,6 +57,6 @@ func TestWatchTwoPhaseAndSelf(t *testing.T) {
 	if got := h.pushes(w); !slices.Equal(got, []string{"watch acquire k", "watch acquire k"}) {
 		t.Fatalf("got %q", got)
 	}
-	h.eng.Close(w) // releases k, but the watch went with the session
+	h.close(w) // releases k, but the watch went with the session
 	h.wantNothing(w)
 }

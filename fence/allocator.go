@@ -200,12 +200,43 @@ func Open(path string, opts Options) (*Allocator, error) {
 // (ErrClosed) and at 2^64−1 (ErrExhausted).
 func (a *Allocator) Next() (uint64, error) {
 	v := a.ctr.Add(1)
+	if err := a.Reserve(v); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// Seed returns the floor of this incarnation: every fence handed out is
+// above it, the first one is Seed()+1.
+func (a *Allocator) Seed() uint64 { return a.seed }
+
+// Reserve makes fence v usable by a counter kept elsewhere (the engine's,
+// which counts up from Seed()+1): it returns once v is below the durable
+// ceiling, persisting the next window ahead when v passes the trigger, or
+// an error when v can never be issued (persistence failed, the allocator
+// is closed, the counter is exhausted). Safe from any goroutine; the fast
+// path is two atomic loads.
+func (a *Allocator) Reserve(v uint64) error {
 	// lo ≤ v < trig in one unsigned compare; a wrapped counter (v < lo)
 	// and a stopped allocator (trig = lo) both fall through.
 	if v-a.lo < a.trig.Load()-a.lo {
-		return v, nil
+		return nil
 	}
-	return a.nextSlow(v)
+	a.noteIssued(v)
+	_, err := a.nextSlow(v)
+	return err
+}
+
+// noteIssued raises ctr to v, which the persister reserves from, when the
+// counter is the caller's: only on the slow path, so the fast path stays
+// free of writes (Stats().Last then lags; the caller knows the truth).
+func (a *Allocator) noteIssued(v uint64) {
+	for {
+		c := a.ctr.Load()
+		if v <= c || a.ctr.CompareAndSwap(c, v) {
+			return
+		}
+	}
 }
 
 func (a *Allocator) nextSlow(v uint64) (uint64, error) {

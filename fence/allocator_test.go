@@ -111,3 +111,41 @@ func TestParallelNext(t *testing.T) {
 		})
 	}
 }
+
+// Reserve with the counter kept by the caller (the engine): values from
+// Seed()+1 on pass once the persister has covered them, the persister
+// keeps up across many windows, and a reopened file seeds above every
+// value that was reserved.
+func TestReserveWithCallersCounter(t *testing.T) {
+	if !durableSupported {
+		t.Skip("durable files need Linux")
+	}
+	path := stateIn(t, nil)
+	a, err := Open(path, Options{Window: 64, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := a.Seed()
+	for range 10_000 {
+		v++
+		if err := a.Reserve(v); err != nil {
+			t.Fatalf("Reserve(%d): %v", v, err)
+		}
+		if st := a.Stats(); v >= st.Ceiling {
+			t.Fatalf("Reserve(%d) returned with the durable ceiling at %d", v, st.Ceiling)
+		}
+	}
+	if st := a.Stats(); st.Persists < 10_000/64 {
+		t.Fatalf("%d persists for 10,000 fences in windows of 64", st.Persists)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve(v + 1); err == nil {
+		t.Fatal("Reserve after Close succeeded")
+	}
+	b := mustOpen(t, path, Options{Window: 64})
+	if b.Seed() <= v {
+		t.Fatalf("reopened seed %d, not above the last reserved fence %d", b.Seed(), v)
+	}
+}

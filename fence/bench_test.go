@@ -158,11 +158,3 @@ func BenchmarkToken(b *testing.B) {
 		}
 	})
 }
-
-func BenchmarkSalt(b *testing.B) {
-	s := NewSalt()
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Next()
-	}
-}

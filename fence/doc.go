@@ -4,9 +4,10 @@
 //
 // # Job
 //
-// An Allocator is one global counter. Next is one atomic add (plus one
-// atomic load) while the counter is below the ceiling already durable on
-// disk. A background persister re-reserves the next window of W values
+// An Allocator is one global counter, or the durable ceiling of a counter
+// kept elsewhere (the engine's: Seed, Reserve). Next is one atomic add
+// (plus one atomic load), Reserve one atomic load, while the counter is
+// below the ceiling already durable on disk. A background persister re-reserves the next window of W values
 // (default 2^20) when the counter crosses ceiling − W/2, so a grant waits
 // for the disk only when a burst outruns the persister (counted as a
 // stall). No value ≥ the durable ceiling is ever issued, so the next
@@ -22,16 +23,15 @@
 // never truncated (a mapping past EOF raises SIGBUS). State files need
 // Linux (file_linux.go); elsewhere Open returns ErrUnsupported.
 //
-// Token and Salt build dflockd V2F lock tokens: the fence as 16 hex digits
-// followed by 16 hex digits of crypto/rand salt, so tokens of one key sort
-// in grant order.
+// Token encodes and parses dflockd V2F lock tokens: the fence as 16 hex
+// digits followed by 16 hex digits of salt (the engine derives it from the
+// fence with a keyed hash), so tokens of one key sort in grant order.
 //
 // # Concurrency
 //
 // Allocator is safe for concurrent use; Next never blocks unless it stalls
 // as described above. After a persist failure (or Close) Next fails
 // forever: a fence that might repeat after a crash is worse than none.
-// Salt is not safe for concurrent use: keep one per event loop or shard.
 // Token values are plain data. The allocator's only mutex guards the stall
 // condition variable and is a leaf lock: nothing else is acquired while it
 // is held.

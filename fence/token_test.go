@@ -82,30 +82,6 @@ func TestParseTokenRejects(t *testing.T) {
 	}
 }
 
-func TestSaltLooksRandom(t *testing.T) {
-	s := NewSalt()
-	seen := make(map[uint64]bool)
-	var ones int
-	const n = 10_000
-	for range n {
-		v := s.Next()
-		if seen[v] {
-			t.Fatalf("salt %#x repeated", v)
-		}
-		seen[v] = true
-		for x := v; x != 0; x &= x - 1 {
-			ones++
-		}
-	}
-	// 640 000 fair bits: mean 320 000, σ 400; 10σ is a loose, stable bound.
-	if d := ones - n*32; d < -4000 || d > 4000 {
-		t.Fatalf("%d one bits in %d salts, want about %d", ones, n, n*32)
-	}
-	if NewSalt().Next() == NewSalt().Next() {
-		t.Fatal("two fresh Salts start with the same value")
-	}
-}
-
 func FuzzParseToken(f *testing.F) {
 	for _, s := range []string{"183c787522ab00000123456789abcdef", "00000000000000000000000000000000", "183C787522ab00000123456789abcdef", "abc", ""} {
 		f.Add([]byte(s))

@@ -1,15 +1,19 @@
-// Package loop is the network side of dflockd-ng: a gnet v2 event handler
-// that frames requests straight out of gnet's inbound buffer, runs them to
-// completion against the engine on the loop that read them, batches the
-// replies of one read into one write, and delivers events (grants,
-// timeouts) to connections owned by other loops through per-loop inboxes.
+// Package loop is the gnet side of dflockd-ng: a gnet v2 event handler
+// whose connections are transports (conn.go) of protocol sessions
+// (package session). A session consumes requests straight out of gnet's
+// inbound buffer and runs them to completion against the engine on the
+// loop that read them; the replies of one read go out in one write. The
+// engine's effects on connections of other loops (grants, timeouts,
+// pushes) reach them through per-loop inboxes. The package also drives
+// time: one timer driver for the engine's shards, one for the sessions'
+// read and write deadlines (a wheel per loop).
 //
 // Concurrency: each connection's state is confined to its event loop.
-// Other goroutines reach a connection only through its loop's inbox, which
-// is drained by a task that gnet runs on that loop (EventLoop.Execute).
-// The only gnet.Conn methods called off-loop are none: everything,
-// including the drain, runs on the owning loop.
+// Other goroutines reach a connection only through its loop's inbox
+// (conn.Post), which is drained by a task that gnet runs on that loop
+// (EventLoop.Execute), or at the end of the loop's current read. No
+// gnet.Conn method is called off its loop.
 //
-// loop knows the wire format only through parse and the semantics only
-// through engine; it holds no lock state of its own.
+// loop knows the wire protocol only through session, and holds no lock
+// state of its own.
 package loop

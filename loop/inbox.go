@@ -8,6 +8,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/session"
 )
 
 // deliveryKind says what a queued delivery asks of its connection.
@@ -40,22 +41,24 @@ type loopState struct {
 		scheduled bool
 		inTraffic bool
 	}
-	// pushBytes is the size of the pushes waiting in the inbox. OnTraffic
-	// yields once it passes pushBudget, so that a pipelined burst of
-	// signals reaches this loop's receivers in slices (and their backlog
-	// figures stay true) instead of all at the end of the burst.
+	// pushBytes is the size of the pushes waiting in the inbox. A
+	// session's Input yields once it passes session.PushBudget, so that a
+	// pipelined burst of signals reaches this loop's receivers in slices
+	// (and their backlog figures stay true) instead of all at the end of
+	// the burst.
 	pushBytes atomic.Int64
 	// Loop-confined below.
-	spare  []delivery // the other half of the inbox double buffer
-	out    []byte     // reply scratch reused across reads
-	dirty  []*conn    // connections with pushes batched by this drain
-	drain  gnet.Runnable
-	rt     readTimer
-	pauser readPauser // stops reading sockets whose output is over the bound
+	spare   []delivery      // the other half of the inbox double buffer
+	scratch session.Scratch // the sessions' working memory (one call at a time)
+	dirty   []*conn         // connections with pushes batched by this drain
+	drain   gnet.Runnable
+	rt      readTimer
+	pauser  readPauser // stops reading sockets whose output is over the bound
 }
 
 func newLoopState(s *Server, el gnet.EventLoop) *loopState {
-	lp := &loopState{srv: s, el: el, out: make([]byte, 0, 4096)}
+	lp := &loopState{srv: s, el: el}
+	lp.scratch.Out = make([]byte, 0, 4096)
 	lp.drain = gnet.RunnableFunc(lp.drainInbox)
 	lp.rt.init(lp, s.clock.Now().Tick())
 	return lp
@@ -65,7 +68,7 @@ func newLoopState(s *Server, el gnet.EventLoop) *loopState {
 // with a shard lock held, so it only appends and posts.
 func (lp *loopState) push(d delivery) {
 	if d.result.Kind == engine.KindPush {
-		lp.pushBytes.Add(int64(len(d.result.Value) + 1))
+		lp.pushBytes.Add(pushSize(&d.result))
 	}
 	lp.inbox.Lock()
 	lp.inbox.items = append(lp.inbox.items, d)
@@ -120,21 +123,25 @@ func (lp *loopState) apply(items []delivery) {
 	for i := range items {
 		d := &items[i]
 		if d.result.Kind == engine.KindPush {
-			lp.pushBytes.Add(-int64(len(d.result.Value) + 1))
+			lp.pushBytes.Add(-pushSize(&d.result))
 		}
 		switch d.kind {
 		case deliverResult:
-			d.cs.deliver(d.result)
+			if d.cs.sess.Deliver(d.result) {
+				lp.dirty = append(lp.dirty, d.cs)
+			}
 		case deliverDeadline:
-			d.cs.checkDeadline()
+			d.cs.sess.Timer()
 		}
 		*d = delivery{}
 	}
 	lp.spare = items[:0]
 	for i, cs := range lp.dirty {
-		cs.backlog.dirty = false
-		cs.flushPushes()
+		cs.sess.FlushPushes()
 		lp.dirty[i] = nil
 	}
 	lp.dirty = lp.dirty[:0]
 }
+
+// pushSize is what a push costs the inbox's push budget.
+func pushSize(r *engine.Result) int64 { return int64(len(r.Push.A) + len(r.Push.B) + 16) }

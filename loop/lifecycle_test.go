@@ -55,7 +55,6 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("shutdown did not finish after every connection closed")
 	}
 	<-ts.done
-	ts.eng.Stop()
 }
 
 // waitersOnServer reports the waiters count of lock k (0 if not listed).

@@ -7,12 +7,13 @@ import (
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
-// readTimer holds one timer node per connection of a loop. The node is
-// armed lazily: a connection only stores its new deadline (a plain field
-// write per read), and when the node fires the loop compares it with the
-// stored deadline and re-arms if the connection made progress meanwhile.
-// That keeps timer work off the request path while still closing silent
-// connections after --read-timeout (spec §A.4).
+// readTimer holds one timer node per connection of a loop: the session's
+// timer (Transport.SetTimer). Sessions arm it lazily: a read only stores
+// the new read deadline (a plain field write), and when the node fires
+// the session compares it with the stored deadline and asks again if the
+// connection made progress meanwhile. That keeps timer work off the
+// request path while still closing silent connections after
+// --read-timeout (spec §A.4).
 type readTimer struct {
 	mu        sync.Mutex // guards wheel, due, published
 	lp        *loopState
@@ -28,9 +29,14 @@ func (t *readTimer) init(lp *loopState, now timerwheel.Tick) {
 	t.published = math.MaxInt64
 }
 
-// arm (re)starts cs's node at deadline. Called on the loop.
+// arm asks for cs's session timer at deadline, unless it is already due
+// earlier (the session then asks again). Called on the loop.
 func (t *readTimer) arm(cs *conn, deadline timerwheel.Tick) {
 	t.mu.Lock()
+	if cs.timer.Armed() && cs.timer.Deadline() <= deadline {
+		t.mu.Unlock()
+		return
+	}
 	t.wheel.Reset(&cs.timer, deadline)
 	notify := deadline < t.published
 	if notify {

@@ -2,9 +2,13 @@ package loop
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,52 +17,56 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
-)
-
-// Limits of the transport.
-const (
-	// maxBlockedInput: dflockd closes a blocked connection once its 4 KiB
-	// read buffer fills with pipelined bytes (spec §A.6).
-	maxBlockedInput = 4096
-	// authCooldown delays the close after a failed auth (spec §B.13).
-	authCooldown = 100 * time.Millisecond
 )
 
 // Config tunes a Server. The zero value of each field means its default.
 type Config struct {
 	Addr            string        // "tcp://127.0.0.1:6388"
 	Loops           int           // event loops; default runtime.NumCPU()
-	ReadTimeout     time.Duration // per-line read deadline; default 23 s
-	WriteTimeout    time.Duration // unsent replies older than this close the connection; 0 = off
 	MaxConnections  int           // 0 = unlimited
-	AuthToken       string        // "" = no auth handshake
 	GCInterval      time.Duration // idle-key GC period; default 5 s
 	ShutdownTimeout time.Duration // 0 = wait for connections forever
 	Logf            func(format string, args ...any)
-	// Profile is the dflockd release line to answer as (--compat, spec
-	// §I): v2 by default; rf puts the fence in grant and renew replies,
-	// has no ping and removes CRs anywhere in a line; v1 is v1.10.0
-	// (see v1.go).
-	Profile parse.Profile
 	// GodistlockAddr, if set, is a second listener ("tcp://host:port",
 	// fixed port) speaking the godistlock client protocol to the same
-	// engine (godistlock.go). GodistlockID and Version are the <id> and
-	// <version> of its HELLO replies; defaults: the host name, "dev".
+	// engine (session's godistlock codec).
 	GodistlockAddr string
-	GodistlockID   string
-	Version        string
 	// Ready, if set, is closed once the listener accepts connections.
 	Ready chan<- struct{}
+
+	// The protocol sessions' settings (session.Config), here for
+	// convenience: ReadTimeout (default 23 s), WriteTimeout (0 = off),
+	// AuthToken, Profile (--compat), GodistlockID and Version (HELLO).
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	AuthToken    string
+	Profile      parse.Profile
+	GodistlockID string
+	Version      string
+	// FenceStats, if set, adds the fence state to stats documents.
+	FenceStats func() *parse.FenceStat
+
+	// Engine configures the engine the server builds; its Profile is
+	// Config.Profile, its Start and OnDeadline are the server's, and a
+	// zero TokenKey is replaced by a random one.
+	Engine engine.Config
 }
 
-// Server is a running dflockd protocol endpoint over one engine.
+// Server is a running dflockd protocol endpoint: gnet event loops, the
+// engine, its timers, and the protocol sessions of its connections.
 type Server struct {
 	gnet.BuiltinEventEngine
 	cfg    Config
 	eng    *engine.Engine
+	hub    *session.Hub
 	clock  timerwheel.Clock
-	timers *timerwheel.Driver // drives every loop's read deadlines
+	timers *timerwheel.Driver // drives every loop's session timers
+	// engTimers drives the engine's shard timers; the engine tells it of
+	// new deadlines through Config.OnDeadline.
+	engTimers *timerwheel.Driver
+	engFx     engine.Effects // the engine driver's scratch
 
 	mu struct {
 		sync.Mutex
@@ -68,27 +76,13 @@ type Server struct {
 	}
 	loopList []*loopState // by read-timer target index; filled by loopFor (guarded by mu)
 	conns    atomic.Int64
-	draining atomic.Bool
-	rtMs     int64 // read timeout in ms
-	wtMs     int64 // write timeout in ms, 0 = off
-	gate     *authGate
-	// frame splits the next request off the input: the profile's line caps.
-	frame  func([]byte) (parse.Frame, int, error)
-	gdPort int // local port of the godistlock listener, 0 = none
+	gdPort   int // local port of the godistlock listener, 0 = none
 }
 
-// New prepares a server. The engine delivers to it, so build the engine
-// with the Server as its Notifier and attach it before Serve:
-//
-//	srv := loop.New(cfg, clock)
-//	eng := engine.New(ecfg, srv)
-//	srv.Attach(eng)
+// New builds the engine, the session hub and the server.
 func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Loops <= 0 {
 		cfg.Loops = runtime.NumCPU()
-	}
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = 23 * time.Second
 	}
 	if cfg.GCInterval <= 0 {
 		cfg.GCInterval = 5 * time.Second
@@ -96,34 +90,55 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	gdDefaults(&cfg)
-	s := &Server{cfg: cfg, clock: clock, rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(), gate: newAuthGate()}
+	s := &Server{cfg: cfg, clock: clock}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
-	s.frame = parse.Next
-	if cfg.Profile == parse.ProfileV1 {
-		s.frame = parse.NextCountingCR
+	ecfg := cfg.Engine
+	ecfg.Profile = cfg.Profile
+	ecfg.Start = clock.Now()
+	if ecfg.TokenKey == (engine.TokenKey{}) {
+		if _, err := rand.Read(ecfg.TokenKey[:]); err != nil {
+			panic("loop: no randomness for the token key: " + err.Error())
+		}
 	}
+	// The engine tells the driver of deadlines from its first command on;
+	// the driver needs the engine's shard count: hence the indirection.
+	var drv atomic.Pointer[timerwheel.Driver]
+	ecfg.OnDeadline = func(i int, at timerwheel.Tick) { drv.Load().Notify(i, at) }
+	s.eng = engine.New(ecfg)
+	targets := make([]timerwheel.Target, s.eng.Shards())
+	for i := range targets {
+		targets[i] = shardTarget{s, i}
+	}
+	s.engTimers = timerwheel.NewDriver(clock, targets)
+	drv.Store(s.engTimers)
+	s.hub = session.NewHub(session.Config{
+		Profile: cfg.Profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+		AuthToken: cfg.AuthToken, GodistlockID: cfg.GodistlockID, Version: cfg.Version,
+		FenceStats: cfg.FenceStats,
+	}, s.eng, clock)
 	return s
 }
 
-// Attach connects the engine whose Notifier is s.
-func (s *Server) Attach(e *engine.Engine) { s.eng = e }
-
-// Deliver implements engine.Notifier: the event goes to the inbox of the
-// loop that owns the session's connection.
-func (s *Server) Deliver(sess *engine.Session, r engine.Result) {
-	cs := sess.Owner.(*conn)
-	if r.Kind == engine.KindPush {
-		cs.backlog.queued.Add(int64(len(r.Value) + 1))
-	}
-	cs.lp.push(delivery{cs: cs, result: r})
+// shardTarget drives one engine shard's timers through the hub, which
+// routes what they did.
+type shardTarget struct {
+	s *Server
+	i int
 }
+
+// Expire runs on the engine driver's goroutine only, so engFx is its own.
+func (t shardTarget) Expire(timerwheel.Instant) (timerwheel.Tick, bool) {
+	return t.s.hub.Advance(t.i, &t.s.engFx)
+}
+
+// Engine returns the server's engine.
+func (s *Server) Engine() *engine.Engine { return s.eng }
+
+// Hub returns the server's session hub.
+func (s *Server) Hub() *session.Hub { return s.hub }
 
 // Serve runs the event loops until Shutdown; it blocks.
 func (s *Server) Serve() error {
-	if s.eng == nil {
-		panic("loop: Serve before Attach")
-	}
 	// One read-deadline target per loop; loops are matched to targets as
 	// gnet reveals them (OnOpen), see loopFor.
 	s.loopList = make([]*loopState, s.cfg.Loops)
@@ -134,6 +149,8 @@ func (s *Server) Serve() error {
 	s.timers = timerwheel.NewDriver(s.clock, targets)
 	s.timers.Start()
 	defer s.timers.Stop()
+	s.engTimers.Start()
+	defer s.engTimers.Stop()
 	addrs, err := s.listenAddrs() // one, or two with godistlock
 	if err != nil {
 		return err
@@ -204,24 +221,18 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 // --max-connections or draining (spec §D.1, §I.31).
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	n := s.conns.Add(1)
-	if (s.cfg.MaxConnections > 0 && n > int64(s.cfg.MaxConnections)) || s.draining.Load() {
+	if (s.cfg.MaxConnections > 0 && n > int64(s.cfg.MaxConnections)) || s.hub.Draining() {
 		s.conns.Add(-1)
 		return nil, gnet.Close
 	}
-	lp := s.loopFor(c)
-	cs := &conn{c: c, lp: lp, srv: s, authed: s.cfg.AuthToken == ""}
-	if !cs.authed {
-		cs.authKey = gateKey(c.RemoteAddr())
-	}
+	cs := &conn{c: c, lp: s.loopFor(c)}
 	cs.timer.Owner = cs
-	cs.sess = s.eng.NewSession(cs)
+	proto := session.Dflockd
 	if s.isGodistlock(c) {
-		cs.gd = newGDState()
+		proto = session.Godistlock
 	}
 	c.SetContext(cs)
-	now := s.clock.Now()
-	cs.deadline = now.After(s.rtMs)
-	lp.rt.arm(cs, cs.deadline)
+	cs.sess = s.hub.Open(cs, proto)
 	return nil, gnet.None
 }
 
@@ -234,38 +245,38 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	c.SetContext(nil)
 	cs.closed = true
 	cs.lp.rt.stop(cs)
-	s.eng.Close(cs.sess)
+	cs.sess.Closed()
 	s.conns.Add(-1)
 	return gnet.None
 }
 
-// OnTraffic is the request path; see conn.onTraffic.
+// OnTraffic is the request path; see conn.traffic.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	cs, ok := c.Context().(*conn)
 	if !ok || cs == nil {
 		return gnet.Close
 	}
 	cs.lp.beginTraffic()
-	action := cs.onTraffic()
+	action := cs.traffic()
 	cs.lp.endTraffic()
 	return action
 }
 
 // OnTick runs housekeeping on gnet's ticker goroutine: idle-key GC.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	s.eng.GC()
+	s.hub.GC()
 	return s.cfg.GCInterval, gnet.None
 }
 
 // Connections reports open client connections.
 func (s *Server) Connections() int { return int(s.conns.Load()) }
 
-// Shutdown drains (spec §D.5): new requests get error_draining and a
-// close, parked operations get error, and the loops stop once every
-// connection has gone or the shutdown timeout (or ctx) ends.
+// Shutdown drains (spec §D.5): parked operations get error, new requests
+// error_draining and a close (v1: they go on being served), and the loops
+// stop once every connection has gone or the shutdown timeout (or ctx)
+// ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.draining.Store(true)
-	s.eng.Drain()
+	s.hub.Drain()
 	if s.cfg.ShutdownTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
@@ -294,6 +305,31 @@ func (s *Server) stopGnet() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return e.Stop(ctx)
+}
+
+// listenAddrs returns the gnet listener addresses and records which local
+// port is the godistlock one, for OnOpen.
+func (s *Server) listenAddrs() ([]string, error) {
+	if s.cfg.GodistlockAddr == "" {
+		return []string{s.cfg.Addr}, nil
+	}
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.cfg.GodistlockAddr, "tcp://"))
+	if err == nil {
+		s.gdPort, err = strconv.Atoi(port)
+	}
+	if err != nil || s.gdPort <= 0 {
+		return nil, fmt.Errorf("loop: godistlock address %q needs a fixed TCP port", s.cfg.GodistlockAddr)
+	}
+	return []string{s.cfg.Addr, s.cfg.GodistlockAddr}, nil
+}
+
+// isGodistlock reports whether c came in on the godistlock listener.
+func (s *Server) isGodistlock(c gnet.Conn) bool {
+	if s.gdPort == 0 {
+		return false
+	}
+	a, ok := c.LocalAddr().(*net.TCPAddr)
+	return ok && a.Port == s.gdPort
 }
 
 // quietLogger routes gnet's logging to our Logf.

@@ -46,12 +46,9 @@ func startServer(cfg Config, ecfg engine.Config) (*testServer, error) {
 	cfg.Loops = 2 // consecutive connections land on different loops
 	cfg.Ready = ready
 	clock := timerwheel.NewMonoClock()
+	cfg.Engine = ecfg
 	srv := New(cfg, clock)
-	ecfg.Clock = clock
-	eng := engine.New(ecfg, srv)
-	srv.Attach(eng)
-	eng.Start()
-	ts := &testServer{addr: addr, srv: srv, eng: eng, done: make(chan error, 1)}
+	ts := &testServer{addr: addr, srv: srv, eng: srv.Engine(), done: make(chan error, 1)}
 	go func() { ts.done <- srv.Serve() }()
 	select {
 	case <-ready:
@@ -68,7 +65,6 @@ func (ts *testServer) stop() {
 	defer cancel()
 	_ = ts.srv.Shutdown(ctx)
 	<-ts.done
-	ts.eng.Stop()
 }
 
 func TestMain(m *testing.M) {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/cmd/dflockctl/client"
-	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -31,9 +30,6 @@ func realServer(t *testing.T) (addr string, env []string) {
 	ready := make(chan struct{})
 	clock := timerwheel.NewMonoClock()
 	srv := loop.New(loop.Config{Addr: "tcp://" + addr, Loops: 2, Ready: ready}, clock)
-	eng := engine.New(engine.Config{Clock: clock}, srv)
-	srv.Attach(eng)
-	eng.Start()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	select {
@@ -46,7 +42,6 @@ func realServer(t *testing.T) (addr string, env []string) {
 		defer cancel()
 		srv.Shutdown(ctx)
 		<-done
-		eng.Stop()
 	})
 	host, port, _ := net.SplitHostPort(addr)
 	return addr, []string{envHost + "=" + host, envPort + "=" + port}

@@ -24,10 +24,25 @@ const rssBound = 16 << 20
 // floodFor is how long the misbehaving clients write without reading.
 const floodFor = 10 * time.Second
 
-// noiseFloor: a p99 within this of idle passes even if over 2x, because a
+// noiseFloor: a p99 within this of idle passes even if over 2x: a
 // loopback ping's idle p99 on a shared 2-vCPU machine is 40–130 µs and
 // moves by that much between two idle runs.
 const noiseFloor = 250 * time.Microsecond
+
+// checkP99 asserts that the ping p99 under the flood stays within 2x of
+// idle, when DFLOCKD_TIMING is set: `go test ./...` runs other packages'
+// tests beside this one on the same cores, where the idle p99 alone moves
+// from 40 µs to milliseconds, so CI runs these tests again by themselves
+// with the variable set (.ci/run). Otherwise the figures are only logged.
+func checkP99(t *testing.T, idle, load time.Duration) {
+	t.Helper()
+	if os.Getenv("DFLOCKD_TIMING") == "" {
+		return
+	}
+	if load > 2*idle && load > idle+noiseFloor {
+		t.Errorf("ping p99 %v under flood, idle %v: more than 2x", load, idle)
+	}
+}
 
 // flooder pipelines "incr <key> 1" and never reads, until stopped.
 type flooder struct {
@@ -140,9 +155,7 @@ func TestNeverReadingClientsBounded(t *testing.T) {
 			if peak-idleRSS > rssBound {
 				t.Errorf("RSS grew by %d bytes, bound %d", peak-idleRSS, rssBound)
 			}
-			if loadP99 > 2*idleP99 && loadP99 > idleP99+noiseFloor {
-				t.Errorf("ping p99 %v under flood, idle %v: more than 2x", loadP99, idleP99)
-			}
+			checkP99(t, idleP99, loadP99)
 			for i, f := range fs {
 				got, err := readCounting(t, f.c, sent[i])
 				switch {
@@ -263,9 +276,7 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 			if peak-idleRSS > rssBound {
 				t.Errorf("RSS grew by %d bytes, bound %d", peak-idleRSS, rssBound)
 			}
-			if loadP99 > 2*idleP99 && loadP99 > idleP99+noiseFloor {
-				t.Errorf("ping p99 %v under flood, idle %v: more than 2x", loadP99, idleP99)
-			}
+			checkP99(t, idleP99, loadP99)
 			// The subscriber now reads: pushes 1, 2, 3, … then the cut.
 			_ = sub.SetReadDeadline(time.Now().Add(30 * time.Second))
 			got := 0

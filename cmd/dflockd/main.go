@@ -70,7 +70,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger.Printf("godistlock clients on %s", gdAddr)
 	}
 	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
-	srv := loop.New(loop.Config{
+	gcIdle := cfg.GCMaxIdle
+	if gcIdle == 0 {
+		gcIdle = -1 // engine: negative = prune as soon as idle
+	}
+	var srv *loop.Server
+	srv = loop.New(loop.Config{
 		Addr:            "tcp://" + addr,
 		Loops:           loops,
 		ReadTimeout:     cfg.ReadTimeout,
@@ -83,27 +88,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Profile:         profile,
 		GodistlockAddr:  gdAddr,
 		Version:         "dflockd-ng/" + version,
+		FenceStats:      func() *parse.FenceStat { return fenceStats(fences, srv.Engine()) },
+		Engine: engine.Config{
+			DefaultLease:     cfg.DefaultLeaseTTL,
+			MaxLocks:         cfg.MaxLocks,
+			MaxWaiters:       cfg.MaxWaiters,
+			KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
+			GCMaxIdle:        gcIdle,
+			MaxKeys:          cfg.MaxKeys,
+			MaxListLength:    cfg.MaxListLength,
+			MaxSubscriptions: cfg.MaxSubscriptions,
+			// Fences continue above the recovered ceiling (or the clock,
+			// without a file), and each is reserved on disk first.
+			FenceFloor: fences.Seed(),
+			Ceiling:    fences,
+		},
 	}, clock)
-	gcIdle := cfg.GCMaxIdle
-	if gcIdle == 0 {
-		gcIdle = -1 // engine: negative = prune as soon as idle
-	}
-	eng := engine.New(engine.Config{
-		DefaultLease:     cfg.DefaultLeaseTTL,
-		MaxLocks:         cfg.MaxLocks,
-		MaxWaiters:       cfg.MaxWaiters,
-		KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
-		GCMaxIdle:        gcIdle,
-		MaxKeys:          cfg.MaxKeys,
-		MaxListLength:    cfg.MaxListLength,
-		MaxSubscriptions: cfg.MaxSubscriptions,
-		Profile:          profile,
-		Clock:            clock,
-		Fences:           fences,
-	}, srv)
-	srv.Attach(eng)
-	eng.Start()
-	defer eng.Stop()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -123,6 +123,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Printf("stopped")
 	return 0
+}
+
+// fenceStats is the fence state of the stats document: the engine's last
+// fence and the allocator's durable ceiling and persister counters.
+func fenceStats(a *fence.Allocator, e *engine.Engine) *parse.FenceStat {
+	st := a.Stats()
+	fs := &parse.FenceStat{Last: e.LastFence(), Durable: st.Durable, Persists: st.Persists, Stalls: st.Stalls, Failed: st.Failed}
+	if st.Durable {
+		fs.Ceiling = st.Ceiling
+	}
+	return fs
 }
 
 // redacted hides the auth token from debug output.

@@ -1,80 +1,58 @@
-package loop
+package session
 
 import (
-	"context"
-	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
-// Unit tests of the request path without sockets: a fake gnet.Conn and a
-// fake event loop drive conn.onTraffic, deliveries and wake-ups
-// synchronously on the test goroutine.
+// Unit tests of protocol sessions without sockets or gnet: a fake
+// Transport over byte slices, driven synchronously on the test goroutine
+// as an event loop would drive a real one.
 
-// fakeConn is a gnet.Conn over byte slices. The embedded interface is nil,
-// so any method the loop is not expected to call panics. Reader semantics
-// follow gnet v2.10's conn: Peek(n <= 0) returns everything buffered,
-// Peek(n) beyond it is io.ErrShortBuffer, Discard(n <= 0 or n >= buffered)
-// drops everything.
+// fakeConn is a Transport over byte slices. Reader semantics follow a
+// gnet connection: Input sees everything buffered; what it consumes is
+// discarded.
 type fakeConn struct {
-	gnet.Conn
-	fs *fakeServer
+	fs   *fakeServer
+	sess *Session
 
-	in     []byte // inbound bytes not yet discarded
-	out    []byte // everything written
-	ctx    any
+	in     []byte // inbound bytes not yet consumed
+	out    []byte // everything the peer received
 	wakes  int
-	closed bool // the connection was closed (and OnClose ran)
+	closed bool // the connection was closed (and Session.Closed ran)
 	// store backs in for load, so that benchmarks feed without allocating.
 	store []byte
 	// poison makes feed copy the unread input into a new buffer and
-	// scribble over the old one, as gnet's read buffer is reused after
-	// OnTraffic returns: a peeked slice kept too long reads garbage.
+	// scribble over the old one, as gnet's read buffer is reused after a
+	// read: a slice of the input kept too long reads garbage.
 	poison bool
-	// stalled: the peer does not read; writes wait in unsent (gnet's
-	// outbound buffer) until the test calls drainOut.
+	// stalled: the peer does not read; writes wait in unsent (the
+	// transport's output buffer) until the test calls drainOut.
 	stalled bool
 	unsent  []byte
 	remote  net.Addr
+	// The session's timer.
+	timerAt    timerwheel.Tick
+	timerArmed bool
+	// readPaused: PauseRead was called and not undone. pausable makes
+	// PauseRead succeed (a transport that can stop reading).
+	readPaused bool
+	pausable   bool
+	// posted holds results Post queued, from any goroutine.
+	mu     sync.Mutex
+	posted []engine.Result
 }
 
-func (c *fakeConn) Peek(n int) ([]byte, error) {
-	if n > len(c.in) {
-		return nil, io.ErrShortBuffer
-	}
-	if n <= 0 {
-		n = len(c.in)
-	}
-	return c.in[:n], nil
-}
-
-func (c *fakeConn) Discard(n int) (int, error) {
-	if n <= 0 || n >= len(c.in) {
-		n = len(c.in)
-	}
-	if c.poison {
-		for i := range c.in[:n] {
-			c.in[i] = '#'
-		}
-	}
-	c.in = c.in[n:]
-	return n, nil
-}
-
-func (c *fakeConn) InboundBuffered() int  { return len(c.in) }
-func (c *fakeConn) OutboundBuffered() int { return len(c.unsent) }
+func (c *fakeConn) InboundBuffered() int { return len(c.in) }
+func (c *fakeConn) Unsent() int          { return len(c.unsent) }
 
 // RemoteAddr is the same loopback address for every fake conn, unless
 // the test sets remote.
@@ -85,17 +63,12 @@ func (c *fakeConn) RemoteAddr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
 }
 
-// Fd is no socket: pausing its reads fails, as it would where the loop
-// cannot find its poller.
-func (c *fakeConn) Fd() int { return -1 }
-
-func (c *fakeConn) Write(p []byte) (int, error) {
+func (c *fakeConn) Write(p []byte) {
 	if c.stalled || len(c.unsent) > 0 {
 		c.unsent = append(c.unsent, p...)
-		return len(p), nil
+		return
 	}
 	c.out = append(c.out, p...)
-	return len(p), nil
 }
 
 // drainOut lets the peer read n bytes of what waits (n < 0: all of it).
@@ -107,22 +80,39 @@ func (c *fakeConn) drainOut(n int) {
 	c.unsent = c.unsent[n:]
 }
 
-func (c *fakeConn) Context() any              { return c.ctx }
-func (c *fakeConn) SetContext(ctx any)        { c.ctx = ctx }
-func (c *fakeConn) EventLoop() gnet.EventLoop { return c.fs.el }
-
-// Wake asks for OnTraffic to run again later; pump does that.
-func (c *fakeConn) Wake(gnet.AsyncCallback) error {
+// Wake asks for Input to run again later; pump does that.
+func (c *fakeConn) Wake() {
 	c.wakes++
-	c.fs.el.woken = append(c.fs.el.woken, c)
-	return nil
+	c.fs.woken = append(c.fs.woken, c)
 }
 
-// Close is asynchronous in gnet: OnClose runs later, on the loop; pump
-// runs it.
-func (c *fakeConn) Close() error {
-	c.fs.el.closing = append(c.fs.el.closing, c)
-	return nil
+// Close is asynchronous, as in gnet: Closed runs later; pump runs it.
+func (c *fakeConn) Close() { c.fs.closing = append(c.fs.closing, c) }
+
+func (c *fakeConn) Yield() bool { return false }
+
+func (c *fakeConn) PauseRead() bool {
+	if c.pausable {
+		c.readPaused = true
+	}
+	return c.pausable
+}
+
+func (c *fakeConn) ResumeRead() { c.readPaused = false }
+
+// SetTimer keeps the earliest time asked for, as the loop's timer does.
+func (c *fakeConn) SetTimer(at timerwheel.Tick) {
+	if !c.timerArmed || at < c.timerAt {
+		c.timerAt, c.timerArmed = at, true
+	}
+}
+
+func (c *fakeConn) Scratch() *Scratch { return &c.fs.scratch }
+
+func (c *fakeConn) Post(r engine.Result) {
+	c.mu.Lock()
+	c.posted = append(c.posted, r)
+	c.mu.Unlock()
 }
 
 // feed appends bytes as a socket read would.
@@ -145,77 +135,50 @@ func (c *fakeConn) load(b []byte) {
 	c.in = c.store
 }
 
-// fakeLoop is the gnet.EventLoop of every fake conn: Execute queues the
-// task for pump, as gnet queues it for the loop goroutine. (Running it at
-// once would be wrong: Deliver calls Execute with a shard lock held.)
-type fakeLoop struct {
-	gnet.EventLoop
-	mu      sync.Mutex
-	tasks   []gnet.Runnable
+// fakeServer is a hub, its engine and its fake connections, on one
+// goroutine.
+type fakeServer struct {
+	t       testing.TB
+	clock   *timerwheel.FakeClock
+	hub     *Hub
+	eng     *engine.Engine
+	conns   []*fakeConn
+	scratch Scratch
 	woken   []*fakeConn
 	closing []*fakeConn
 }
 
-func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
-	l.mu.Lock()
-	l.tasks = append(l.tasks, r)
-	l.mu.Unlock()
-	return nil
-}
+// testTokenKey keys the fake engine's token salts.
+var testTokenKey = engine.TokenKey{9, 8, 7, 6, 5, 4, 3, 2, 1}
 
-// seqFences hands out fences 1, 2, 3... so tokens are predictable.
-type seqFences struct{ n atomic.Uint64 }
-
-func (f *seqFences) Next() (uint64, error) { return f.n.Add(1), nil }
-
-// fixedSalt makes every token's random half the same.
-type fixedSalt uint64
-
-func (s fixedSalt) Next() uint64 { return uint64(s) }
-
-const testSalt = 7
-
-// tokenFor is the token text of the grant that receives fence f.
-func tokenFor(f uint64) string {
-	return string(fence.Token{Fence: f, Salt: testSalt}.Append(nil))
-}
-
-type fakeServer struct {
-	t      testing.TB
-	clock  *timerwheel.FakeClock
-	srv    *Server
-	eng    *engine.Engine
-	el     *fakeLoop
-	fences *seqFences
-}
-
-// newFakeServer builds a Server and its engine as cmd/dflockd does, and
-// sets up what Serve would (one loop slot, the read-deadline driver)
-// without gnet. Unless ecfg says otherwise, fences count from 1 and the
-// salt is fixed, so token texts are known in advance.
+// newFakeServer builds an engine and a hub as the server does, on a fake
+// clock. Fences count from 1 and the token key is fixed, so token texts
+// are known in advance (tokenFor).
 func newFakeServer(t testing.TB, cfg Config, ecfg engine.Config) *fakeServer {
 	t.Helper()
-	fs := &fakeServer{t: t, clock: timerwheel.NewFakeClock(1000), el: &fakeLoop{}, fences: &seqFences{}}
-	cfg.Loops = 1
-	fs.srv = New(cfg, fs.clock)
-	ecfg.Clock = fs.clock
+	fs := &fakeServer{t: t, clock: timerwheel.NewFakeClock(1000)}
 	if ecfg.Shards == 0 {
 		ecfg.Shards = 4
 	}
-	if ecfg.Fences == nil {
-		ecfg.Fences = fs.fences
+	ecfg.Profile = cfg.Profile
+	ecfg.Start = fs.clock.Now()
+	if ecfg.TokenKey == (engine.TokenKey{}) {
+		ecfg.TokenKey = testTokenKey
 	}
-	if ecfg.NewSalt == nil {
-		ecfg.NewSalt = func() engine.SaltSource { return fixedSalt(testSalt) }
-	}
-	fs.eng = engine.New(ecfg, fs.srv)
-	fs.srv.Attach(fs.eng)
-	fs.srv.loopList = make([]*loopState, 1)
-	fs.srv.timers = timerwheel.NewDriver(fs.clock, []timerwheel.Target{lazyTarget{fs.srv, 0}})
+	fs.eng = engine.New(ecfg)
+	fs.hub = NewHub(cfg, fs.eng, fs.clock)
 	return fs
 }
 
-// open connects a new fake conn through OnOpen.
+// tokenEngine computes the tokens of fake servers' engines: a token
+// depends only on its fence and the key.
+var tokenEngine = engine.New(engine.Config{Shards: 1, TokenKey: testTokenKey})
+
+// tokenFor is the token text of the grant that receives fence f on a fake
+// server's engine.
+func tokenFor(f uint64) string { return string(tokenEngine.Token(f).Append(nil)) }
+
+// open connects a new fake conn.
 func (fs *fakeServer) open() *fakeConn {
 	fs.t.Helper()
 	return fs.openFrom(nil)
@@ -223,30 +186,35 @@ func (fs *fakeServer) open() *fakeConn {
 
 // openFrom opens a connection whose peer is at remote (nil: the default).
 func (fs *fakeServer) openFrom(remote net.Addr) *fakeConn {
-	fs.t.Helper()
+	return fs.openProto(remote, Dflockd)
+}
+
+func (fs *fakeServer) openProto(remote net.Addr, p Protocol) *fakeConn {
 	c := &fakeConn{fs: fs, poison: true, remote: remote}
-	if _, act := fs.srv.OnOpen(c); act != gnet.None {
-		fs.t.Fatalf("OnOpen: %v", act)
-	}
+	c.sess = fs.hub.Open(c, p)
+	fs.conns = append(fs.conns, c)
 	return c
 }
 
-// traffic feeds in to c, runs OnTraffic as gnet would, then pumps; it
+// traffic feeds in to c, runs Input as a loop would, then pumps; it
 // returns what c was sent meanwhile.
 func (fs *fakeServer) traffic(c *fakeConn, in string) string {
 	fs.t.Helper()
 	mark := len(c.out)
 	c.feed([]byte(in))
-	fs.onTraffic(c)
+	fs.input(c)
 	fs.pump()
 	return string(c.out[mark:])
 }
 
-func (fs *fakeServer) onTraffic(c *fakeConn) {
-	if c.closed {
+// input runs one Input on what c has buffered.
+func (fs *fakeServer) input(c *fakeConn) {
+	if c.closed || c.readPaused && len(c.in) == 0 {
 		return
 	}
-	if fs.srv.OnTraffic(c) == gnet.Close {
+	n, closeConn := c.sess.Input(c.in)
+	c.in = c.in[n:]
+	if closeConn {
 		fs.closeConn(c)
 	}
 }
@@ -256,42 +224,83 @@ func (fs *fakeServer) closeConn(c *fakeConn) {
 		return
 	}
 	c.closed = true
-	fs.srv.OnClose(c, nil)
+	c.sess.Closed()
 }
 
-// pump runs the loop's queued work until none is left: inbox drains,
-// OnTraffic for woken conns, OnClose for closed ones.
+// pump runs the queued work until none is left: posted results, Input
+// for woken conns, Closed for closed ones.
 func (fs *fakeServer) pump() {
-	el := fs.el
 	for {
-		el.mu.Lock()
-		tasks := el.tasks
-		el.tasks = nil
-		el.mu.Unlock()
-		woken, closing := el.woken, el.closing
-		el.woken, el.closing = nil, nil
-		if len(tasks)+len(woken)+len(closing) == 0 {
-			return
-		}
-		for _, r := range tasks {
-			if err := r.Run(context.Background()); err != nil {
-				fs.t.Fatalf("loop task: %v", err)
+		busy := false
+		for _, c := range fs.conns {
+			c.mu.Lock()
+			posted := c.posted
+			c.posted = nil
+			c.mu.Unlock()
+			batched := false
+			for _, r := range posted {
+				busy = true
+				if c.sess.Deliver(r) {
+					batched = true
+				}
+			}
+			if batched {
+				c.sess.FlushPushes()
 			}
 		}
+		woken, closing := fs.woken, fs.closing
+		fs.woken, fs.closing = nil, nil
 		for _, c := range closing {
+			busy = true
 			fs.closeConn(c)
 		}
 		for _, c := range woken {
-			fs.onTraffic(c)
+			busy = true
+			fs.input(c)
+		}
+		if !busy {
+			return
 		}
 	}
+}
+
+// runTimers moves the clock by d, fires the engine's due timers and the
+// sessions' timers due by then, and pumps.
+func (fs *fakeServer) runTimers(d time.Duration) {
+	fs.clock.Add(timerwheel.Tick(d.Milliseconds()))
+	fs.fire()
+}
+
+// fire runs what is due at the clock's time.
+func (fs *fakeServer) fire() {
+	var fx engine.Effects
+	fs.eng.Advance(fs.clock.Now(), &fx)
+	fs.hub.Route(&fx)
+	now := fs.clock.Now()
+	for _, c := range fs.conns {
+		if c.timerArmed && now.Passed(c.timerAt) && !c.closed {
+			c.timerArmed = false
+			c.sess.Timer()
+		}
+	}
+	fs.pump()
+}
+
+// run applies a command for a session of the test's own (as from another
+// loop) and routes its effects.
+func (fs *fakeServer) run(c engine.Command) engine.Result {
+	var fx engine.Effects
+	c.At = fs.clock.Now()
+	r := fs.eng.Apply(&c, &fx)
+	fs.hub.Route(&fx)
+	return r
 }
 
 // request is one frame in wire form.
 func request(cmd, key, arg string) string { return cmd + "\n" + key + "\n" + arg + "\n" }
 
 // A script whose replies do not depend on timing; tokens are predictable
-// because fences count from 1 and the salt is fixed.
+// because fences count from 1 and the token key is fixed.
 var splitScript = []struct{ req, reply string }{
 	{request("l", "a", "0 10"), "ok " + tokenFor(1) + " 10\n"},
 	{request("r", "a", tokenFor(1)), "ok\n"},
@@ -348,14 +357,14 @@ func runSplit(t *testing.T, in string, chunks []int) string {
 	return got.String()
 }
 
-func TestFakeConnPipelinedScript(t *testing.T) {
+func TestSessionPipelinedScript(t *testing.T) {
 	in, want := scriptBytes()
 	if got := runSplit(t, in, []int{len(in)}); got != want {
 		t.Fatalf("one buffer:\ngot  %q\nwant %q", got, want)
 	}
 }
 
-func TestFakeConnByteAtATime(t *testing.T) {
+func TestSessionByteAtATime(t *testing.T) {
 	in, want := scriptBytes()
 	ones := make([]int, len(in))
 	for i := range ones {
@@ -366,7 +375,7 @@ func TestFakeConnByteAtATime(t *testing.T) {
 	}
 }
 
-func TestFakeConnRandomSplits(t *testing.T) {
+func TestSessionRandomSplits(t *testing.T) {
 	in, want := scriptBytes()
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -382,7 +391,7 @@ func TestFakeConnRandomSplits(t *testing.T) {
 	}
 }
 
-func TestFakeConnLineTooLong(t *testing.T) {
+func TestSessionLineTooLong(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	c := fs.open()
 	// Frames before the long line are answered; nothing after it is.
@@ -424,7 +433,7 @@ func blockedConn(t *testing.T, fs *fakeServer, key, tail string) (holderConn, wa
 	return holderConn, waiter, tok
 }
 
-func TestFakeConnPipelineBehindParkedRequest(t *testing.T) {
+func TestSessionPipelineBehindParkedRequest(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	tail := request("l", "b", "0 6") + request("ping", "_", "_")
 	holder, c, tok := blockedConn(t, fs, "a", tail)
@@ -449,18 +458,14 @@ func TestFakeConnPipelineBehindParkedRequest(t *testing.T) {
 	}
 }
 
-func TestFakeConnTimeoutDeliveryResumes(t *testing.T) {
+func TestSessionTimeoutDeliveryResumes(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	_, c, _ := blockedConn(t, fs, "a", request("ping", "_", "_"))
-	fs.clock.Add(4999)
-	fs.eng.Expire()
-	fs.pump()
+	fs.runTimers(4999 * time.Millisecond)
 	if len(c.out) != 0 {
 		t.Fatalf("answered before the timeout: %q", c.out)
 	}
-	fs.clock.Add(1)
-	fs.eng.Expire()
-	fs.pump()
+	fs.runTimers(time.Millisecond)
 	if got := string(c.out); got != "timeout\nok\n" {
 		t.Fatalf("got %q", got)
 	}
@@ -470,7 +475,7 @@ func TestFakeConnTimeoutDeliveryResumes(t *testing.T) {
 	}
 }
 
-func TestFakeConnNoWakeWithoutPipelinedInput(t *testing.T) {
+func TestSessionNoWakeWithoutPipelinedInput(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	holder, c, tok := blockedConn(t, fs, "a", "")
 	fs.traffic(holder, request("r", "a", tok))
@@ -481,7 +486,7 @@ func TestFakeConnNoWakeWithoutPipelinedInput(t *testing.T) {
 
 // dflockd closes a parked connection once pipelined bytes fill its 4 KiB
 // read buffer; fewer are kept and served later (spec §A.6).
-func TestFakeConnBlockedInputCap(t *testing.T) {
+func TestSessionBlockedInputCap(t *testing.T) {
 	filler := func(n int) string { return strings.Repeat("p", n) } // one unfinished line
 
 	t.Run("below", func(t *testing.T) {
@@ -525,14 +530,15 @@ func TestFakeConnBlockedInputCap(t *testing.T) {
 	})
 }
 
-func TestFakeConnDeliveryToClosedConnDropped(t *testing.T) {
+func TestSessionDeliveryToClosedConnDropped(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	_, c, tok := blockedConn(t, fs, "a", "")
 	// The release comes from off the loop (as from another loop or the
 	// timer driver), so the grant is queued for c's loop as a task; c
 	// closes before that task runs.
 	rel := parse.Request{Op: parse.OpRelease, Key: []byte("a"), Token: []byte(tok)}
-	if r := fs.eng.Do(fs.eng.NewSession(nil), &rel); r.Status != parse.StatusOK {
+	other := fs.run(engine.Command{Kind: engine.KindOpen}).Session
+	if r := fs.run(engine.Command{Session: other, Req: rel}); r.Status != parse.StatusOK {
 		t.Fatalf("release: %+v", r)
 	}
 	fs.closeConn(c)
@@ -546,19 +552,15 @@ func TestFakeConnDeliveryToClosedConnDropped(t *testing.T) {
 	}
 }
 
-func TestFakeConnReadTimeout(t *testing.T) {
+func TestSessionReadTimeout(t *testing.T) {
 	fs := newFakeServer(t, Config{ReadTimeout: 3 * time.Second}, engine.Config{})
 	c := fs.open()
 	fs.traffic(c, "l\n") // the deadline is per line: this one ends at 1000+3000
-	fs.clock.Add(2999)
-	fs.srv.timers.RunOnce(fs.clock.Now())
-	fs.pump()
+	fs.runTimers(2999 * time.Millisecond)
 	if c.closed {
 		t.Fatalf("closed before the read timeout")
 	}
-	fs.clock.Add(1)
-	fs.srv.timers.RunOnce(fs.clock.Now())
-	fs.pump()
+	fs.runTimers(time.Millisecond)
 	if got := string(c.out); got != "error\n" || !c.closed {
 		t.Fatalf("got %q closed=%v; want error and close", got, c.closed)
 	}
@@ -567,21 +569,19 @@ func TestFakeConnReadTimeout(t *testing.T) {
 // A line that starts late in a millisecond still gets the whole read
 // timeout: a deadline taken from the truncated clock would end up to 1 ms
 // early and drop the connection (and its holds) before its time.
-func TestFakeConnReadTimeoutNotEarly(t *testing.T) {
+func TestSessionReadTimeoutNotEarly(t *testing.T) {
 	fs := newFakeServer(t, Config{ReadTimeout: 3 * time.Second}, engine.Config{})
 	c := fs.open()
 	start := timerwheel.Of(1000) + timerwheel.Instant(time.Millisecond) - 1
 	fs.clock.SetInstant(start)
 	fs.traffic(c, "l\n")
 	fs.clock.SetInstant(start + timerwheel.Instant(3*time.Second) - 1)
-	fs.srv.timers.RunOnce(fs.clock.Now())
-	fs.pump()
+	fs.fire()
 	if c.closed {
 		t.Fatalf("closed 1 ns before the read timeout ended")
 	}
 	fs.clock.SetInstant(timerwheel.Of(4002))
-	fs.srv.timers.RunOnce(fs.clock.Now())
-	fs.pump()
+	fs.fire()
 	if got := string(c.out); got != "error\n" || !c.closed {
 		t.Fatalf("got %q closed=%v; want error and close", got, c.closed)
 	}
@@ -589,7 +589,7 @@ func TestFakeConnReadTimeoutNotEarly(t *testing.T) {
 
 // A read whose replies exceed the per-read budget yields the loop with a
 // Wake and continues where it stopped: nothing lost, order kept.
-func TestFakeConnReplyBudgetResumes(t *testing.T) {
+func TestSessionReplyBudgetResumes(t *testing.T) {
 	fs := newFakeServer(t, Config{}, engine.Config{})
 	c := fs.open()
 	const n = 3 * replyBudget / len("ok\n")

@@ -1,6 +1,6 @@
 //go:build !race
 
-package loop
+package session
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 // The whole request path — framing, parsing, engine, reply encoding, the
 // write — must not allocate for an l then r on an existing key.
 func TestRequestPathDoesNotAllocate(t *testing.T) {
-	// One OnTraffic per frame, with the production fence allocator and
-	// salt; the r frame carries the token the l reply returned.
+	// One Input per frame, fences from a clock-like floor; the r frame
+	// carries the token the l reply returned.
 	t.Run("one-frame-per-read", func(t *testing.T) {
-		fs := newFakeServer(t, Config{}, engine.Config{Fences: fence.NewVolatile(), NewSalt: func() engine.SaltSource { return fence.NewSalt() }})
+		fs := newFakeServer(t, Config{}, engine.Config{FenceFloor: 1 << 60})
 		c := fs.open()
 		c.poison = false
 		lock := []byte(request("l", "alloc-key", "0 10"))
@@ -25,7 +25,7 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 		cycle := func() {
 			c.out = c.out[:0]
 			c.load(lock)
-			fs.srv.OnTraffic(c)
+			fs.input(c)
 			if len(c.out) != len("ok ")+fence.TokenLen+len(" 10\n") || !bytes.HasPrefix(c.out, []byte("ok ")) {
 				t.Fatalf("l: %q", c.out)
 			}
@@ -33,7 +33,7 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 			rel[n] = '\n'
 			c.out = c.out[:0]
 			c.load(rel[:n+1])
-			fs.srv.OnTraffic(c)
+			fs.input(c)
 			if string(c.out) != "ok\n" {
 				t.Fatalf("r: %q", c.out)
 			}
@@ -45,8 +45,8 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 			t.Fatalf("l + r allocate %.1f times per cycle", n)
 		}
 	})
-	// Both frames pipelined in one read; the token is predicted (fences
-	// count from 1, fixed salt).
+	// Both frames pipelined in one read; the token is predicted
+	// (Engine.Token of the next fence).
 	t.Run("pipelined", func(t *testing.T) {
 		fs := newFakeServer(t, Config{}, engine.Config{})
 		c := fs.open()
@@ -57,11 +57,11 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 		buf[len(buf)-1] = '\n'
 		want := "ok " + tokenFor(1) + " 10\nok\n"
 		cycle := func() {
-			tok := fence.Token{Fence: fs.fences.n.Load() + 1, Salt: testSalt}
+			tok := fs.eng.Token(fs.eng.LastFence() + 1)
 			tok.Append(buf[len(head):len(head)])
 			c.out = c.out[:0]
 			c.load(buf)
-			fs.srv.OnTraffic(c)
+			fs.input(c)
 			if len(c.out) != len(want) || !bytes.Equal(c.out[3:3+fence.TokenLen], buf[len(head):len(head)+fence.TokenLen]) ||
 				!bytes.HasSuffix(c.out, []byte(" 10\nok\n")) {
 				t.Fatalf("got %q", c.out)

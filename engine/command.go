@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// SessionID names a client session: a connection of any transport, or an
+// HTTP session. The engine assigns it when the session opens (KindOpen);
+// 0 names no session. An id is never reused while its session lives.
+type SessionID uint64
+
+// Kind says what a Command asks of the engine.
+type Kind uint8
+
+const (
+	// KindRequest is a dflockd protocol request, in Req.
+	KindRequest Kind = iota
+	// KindOpen opens a session; the Result carries its id. ConnID, if
+	// not 0, is the number stats show as its owner_conn_id.
+	KindOpen
+	// KindClose runs a session's disconnect cleanup (spec §D.4) and
+	// forgets it.
+	KindClose
+	// KindGC prunes keys idle for --gc-max-idle (spec §D.6).
+	KindGC
+	// KindDrain starts a graceful drain (spec §D.5): parked requests end
+	// with error, and so does every request that would wait from now on.
+	KindDrain
+	// KindAdvance moves time to At: every timer due by then fires, in a
+	// fixed order (advance.go). The same as Advance.
+	KindAdvance
+	// The lock operations of foreign protocols (foreign.go): Req.Key is
+	// the lock, LeaseMs its lease in milliseconds (0 = the default).
+	KindTaggedAcquire // Tag, Wait
+	KindOwnRelease
+	KindFenceRenew // Fence
+	KindHolder
+)
+
+// Command is one input to the engine: everything Apply needs, so that the
+// same commands applied to two engines in the same order make the same
+// decisions. Its byte slices (in Req) belong to the command for the
+// duration of Apply and are never retained: the engine copies what it
+// keeps. They must not alias a transport's read buffer if the command
+// outlives the read (a replicated or recorded log).
+type Command struct {
+	Kind    Kind
+	Session SessionID
+	// At is when the command happens: deadlines it sets start here
+	// (rounded up, timerwheel.Instant.After) and expiry checks use it.
+	// Times of one engine's commands must not go backwards.
+	At  timerwheel.Instant
+	Req parse.Request
+
+	ConnID  uint64 // KindOpen
+	Tag     uint32 // KindTaggedAcquire: the caller's name for a parked acquire
+	Wait    bool   // KindTaggedAcquire: park when taken (else answer timeout)
+	Fence   uint64 // KindFenceRenew
+	LeaseMs int64  // the foreign kinds: lease in milliseconds, 0 = default
+}
+
+// Result is the outcome of a command, or a late reply or push delivered
+// to a session as an Effect.
+type Result struct {
+	Status parse.Status
+	Kind   ResultKind
+	Token  fence.Token
+	Lease  int64  // seconds, for grants; the TTL for renewals
+	Int    int64  // KindInt
+	Value  string // KindValue; immutable, usable after Apply returns
+	// Items is an lrange's slice of the list (KindList); the strings are
+	// immutable, the slice is the caller's.
+	Items []string
+	Push  Push // KindPush
+	// Blocked: no reply yet; exactly one Result for this request will
+	// reach the session as an Effect.
+	Blocked bool
+	// Tag is the caller's tag of a tagged acquire, copied into its
+	// delivery so that a session with several parked acquires can tell
+	// them apart; 0 for every other request.
+	Tag uint32
+	// Session is the id of a session KindOpen opened.
+	Session SessionID
+}
+
+// ResultKind tells the caller how to encode a Result.
+type ResultKind uint8
+
+const (
+	KindStatus ResultKind = iota // bare status word
+	KindGrant                    // "<status> <token> <lease>"
+	KindRenew                    // "ok <remaining>"
+	KindInt                      // "ok <integer>"
+	KindValue                    // "ok <value>"
+	KindList                     // "ok <JSON array of Items>"
+	KindStats                    // "ok <stats document>": the caller builds it
+	// KindReceivers is signal's "ok <n>": n is how many of the command's
+	// push effects the caller's delivery made (spec §B.9; see Effect).
+	KindReceivers
+	// KindPush is an asynchronous line (Push) for a subscriber; it
+	// answers no request and unblocks nothing.
+	KindPush
+)
+
+// Push is the content of an asynchronous line; parse.AppendPush encodes it.
+type Push struct {
+	Kind parse.PushKind
+	// A and B are its two fields: channel and payload of a signal, event
+	// and key of a watch, event and name of a leader push.
+	A, B string
+}
+
+// status is a bare-status Result.
+func status(s parse.Status) Result { return Result{Status: s} }
+
+func pushResult(kind parse.PushKind, a, b string) Result {
+	return Result{Status: parse.StatusOK, Kind: KindPush, Push: Push{Kind: kind, A: a, B: b}}
+}

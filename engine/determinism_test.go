@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// TestDeterminism records a random workload over every primitive — locks,
+// semaphores, read-write locks, two-phase waits, counters, KV with TTLs,
+// lists with blocking pops, pub/sub with queue groups, watches, barriers,
+// elections, foreign (godistlock) acquires, session opens and closes,
+// GC, and time advancing so that leases, TTLs and timeouts fire — as a
+// command log, while applying it to an engine. The log is then applied to
+// two fresh engines, and to one with another shard count: every result,
+// every effect in order, the final stats document and the state digest
+// must be the same.
+func TestDeterminism(t *testing.T) {
+	n := 120_000
+	if testing.Short() || raceEnabled {
+		n = 15_000 // CI also runs it at full size without -race (.ci/run)
+	}
+	for _, p := range []parse.Profile{parse.ProfileV2, parse.ProfileRF} {
+		t.Run(p.String(), func(t *testing.T) {
+			cfg := Config{Shards: 16, Profile: p, TokenKey: testKey, FenceFloor: 1 << 40,
+				DefaultLease: 3 * time.Second, MaxWaiters: 8, MaxSubscriptions: 6, GCMaxIdle: 5 * time.Second}
+			g := newDetGen(cfg, uint64(n)+uint64(p))
+			for len(g.log) < n {
+				g.step()
+			}
+			want := g.out
+			counts := g.kinds()
+			t.Logf("%d commands: %s", len(g.log), counts)
+
+			replay := func(cfg Config) ([]string, string, [32]byte) {
+				e := New(cfg)
+				var fx Effects
+				var out []string
+				for i := range g.log {
+					c := g.log[i]
+					out = append(out, record(e.Apply(&c, &fx), &fx))
+					fx.Reset()
+				}
+				return out, string(parse.AppendStats(nil, e.Stats(g.at, 0), p)), e.Digest()
+			}
+			b1, s1, d1 := replay(cfg)
+			b2, s2, d2 := replay(cfg)
+			other := cfg
+			other.Shards = 128
+			b3, s3, d3 := replay(other)
+			for i := range want {
+				if b1[i] != want[i] || b2[i] != want[i] {
+					t.Fatalf("command %d (%s): replays differ:\n recorded %s\n first    %s\n second   %s", i, g.describe(i), want[i], b1[i], b2[i])
+				}
+				if b3[i] != want[i] {
+					t.Fatalf("command %d (%s): with 128 shards:\n recorded %s\n got      %s", i, g.describe(i), want[i], b3[i])
+				}
+			}
+			stats := string(parse.AppendStats(nil, g.eng.Stats(g.at, 0), p))
+			if s1 != stats || s2 != stats || s3 != stats {
+				t.Fatalf("stats differ:\n recorded %s\n replays  %s\n          %s\n 128      %s", stats, s1, s2, s3)
+			}
+			if d := g.eng.Digest(); d1 != d || d2 != d || d3 != d {
+				t.Fatalf("digests differ: recorded %x, replays %x %x, 128 shards %x", d, d1, d2, d3)
+			}
+			t.Logf("stats: %d bytes, digest %x", len(stats), g.eng.Digest())
+		})
+	}
+}
+
+// record renders a command's result and its effects, in order.
+func record(r Result, fx *Effects) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%+v", r)
+	for _, f := range fx.List {
+		fmt.Fprintf(&b, " | %#x %+v %v %d", uint64(f.To), f.Result, f.Group, f.Start)
+	}
+	return b.String()
+}
+
+// detGen generates the workload against a recording engine, tracking what
+// a well-behaved client set would know: live sessions, which are parked,
+// and tokens seen in grants.
+type detGen struct {
+	rng    *rand.Rand
+	eng    *Engine
+	fx     Effects
+	at     timerwheel.Instant
+	log    []Command
+	out    []string
+	live   []SessionID
+	parked map[SessionID]bool
+	tokens map[string][]string // by key: tokens granted on it, some stale
+	tag    uint32
+}
+
+func newDetGen(cfg Config, seed uint64) *detGen {
+	return &detGen{
+		rng:    rand.New(rand.NewPCG(seed, 42)),
+		eng:    New(cfg),
+		parked: map[SessionID]bool{},
+		tokens: map[string][]string{},
+	}
+}
+
+var (
+	detLockKeys = []string{"a", "b", "c"}
+	detRWKeys   = []string{"rw1", "rw2"}
+	detSemKeys  = []string{"s1", "s2"}
+	detCtrKeys  = []string{"n1", "n2"}
+	detKVKeys   = []string{"k1", "k2", "k3"}
+	detLists    = []string{"q1", "q2"}
+	detChannels = []string{"ch.a", "ch.b", "x.y.z"}
+	detPatterns = []string{"ch.a", "ch.*", "ch.>", ">", "x.*.z"}
+	detBarriers = []string{"bar1", "bar2"}
+	detElects   = []string{"e1", "e2"}
+)
+
+func (g *detGen) pick(xs []string) string { return xs[g.rng.IntN(len(xs))] }
+
+// run applies c at the current time, records it and learns from it.
+func (g *detGen) run(c Command) Result {
+	c.At = g.at
+	g.log = append(g.log, c)
+	g.fx.Reset()
+	r := g.eng.Apply(&c, &g.fx)
+	g.out = append(g.out, record(r, &g.fx))
+	g.learn(c.Req.Key, r)
+	if r.Blocked {
+		g.parked[c.Session] = true
+	}
+	for _, f := range g.fx.List {
+		if f.Result.Kind != KindPush {
+			g.parked[f.To] = false
+			g.learn(nil, f.Result)
+		}
+	}
+	if c.Kind == KindOpen {
+		g.live = append(g.live, r.Session)
+	}
+	return r
+}
+
+// learn keeps the token of a grant, by key when known.
+func (g *detGen) learn(key []byte, r Result) {
+	if r.Kind != KindGrant {
+		return
+	}
+	tok := string(r.Token.Append(nil))
+	k := string(key)
+	g.tokens[k] = append(g.tokens[k], tok)
+	g.tokens[""] = append(g.tokens[""], tok) // grants delivered later: key unknown here
+	if n := len(g.tokens[k]); n > 8 {
+		g.tokens[k] = g.tokens[k][n-8:]
+	}
+	if n := len(g.tokens[""]); n > 32 {
+		g.tokens[""] = g.tokens[""][n-32:]
+	}
+}
+
+// token picks a token to release or renew key with: one granted on it,
+// one granted anywhere, or garbage.
+func (g *detGen) token(key string) []byte {
+	switch x := g.rng.IntN(10); {
+	case x < 6 && len(g.tokens[key]) > 0:
+		return []byte(g.pick(g.tokens[key]))
+	case x < 9 && len(g.tokens[""]) > 0:
+		return []byte(g.pick(g.tokens[""]))
+	}
+	return []byte("00000000000000010000000000000001")
+}
+
+func (g *detGen) req(s SessionID, op parse.Op, key string, fill func(*parse.Request)) Result {
+	r := parse.Request{Op: op, Key: []byte(key)}
+	if fill != nil {
+		fill(&r)
+	}
+	return g.run(Command{Kind: KindRequest, Session: s, Req: r})
+}
+
+func (g *detGen) step() {
+	// Time moves: a little with every command, sometimes a lot, always
+	// to an instant within a millisecond (deadlines round up from it).
+	g.at += timerwheel.Instant(g.rng.IntN(2_000_000))
+	if len(g.live) < 4 || g.rng.IntN(200) == 0 {
+		g.run(Command{Kind: KindOpen})
+		return
+	}
+	switch x := g.rng.IntN(1000); {
+	case x < 40:
+		g.at += timerwheel.Instant(g.rng.Int64N(int64(2500 * time.Millisecond)))
+		g.run(Command{Kind: KindAdvance})
+		return
+	case x < 43:
+		g.run(Command{Kind: KindGC})
+		return
+	case x < 50 && len(g.live) > 8:
+		i := g.rng.IntN(len(g.live))
+		s := g.live[i]
+		g.live = slices.Delete(g.live, i, i+1)
+		delete(g.parked, s)
+		g.run(Command{Kind: KindClose, Session: s})
+		return
+	}
+	s := g.pick64(g.live)
+	if g.parked[s] {
+		return // one request at a time: this one waits for its answer
+	}
+	ttl := func() int64 { return int64(1 + g.rng.IntN(4)) }
+	timeout := func() int64 { return int64(g.rng.IntN(3)) }
+	switch x := g.rng.IntN(100); {
+	case x < 14:
+		k := g.pick(detLockKeys)
+		g.req(s, parse.OpLock, k, func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+	case x < 24:
+		k := g.pick(detLockKeys)
+		g.req(s, parse.OpRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+	case x < 28:
+		k := g.pick(detLockKeys)
+		g.req(s, parse.OpRenew, k, func(r *parse.Request) { r.Token, r.Lease = g.token(k), ttl() })
+	case x < 32:
+		g.req(s, parse.OpEnqueue, g.pick(detLockKeys), func(r *parse.Request) { r.Lease = ttl() })
+	case x < 36:
+		g.req(s, parse.OpWait, g.pick(detLockKeys), func(r *parse.Request) { r.Timeout = timeout() })
+	case x < 41:
+		k := g.pick(detSemKeys)
+		g.req(s, parse.OpSemLock, k, func(r *parse.Request) { r.Timeout, r.Limit, r.Lease = timeout(), 2, ttl() })
+	case x < 45:
+		k := g.pick(detSemKeys)
+		g.req(s, parse.OpSemRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+	case x < 49:
+		k := g.pick(detRWKeys)
+		op := []parse.Op{parse.OpReadLock, parse.OpWriteLock}[g.rng.IntN(2)]
+		g.req(s, op, k, func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+	case x < 52:
+		k := g.pick(detRWKeys)
+		g.req(s, parse.OpReadRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+	case x < 56:
+		op := []parse.Op{parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet}[g.rng.IntN(4)]
+		g.req(s, op, g.pick(detCtrKeys), func(r *parse.Request) { r.N = int64(g.rng.IntN(7) - 3) })
+	case x < 62:
+		op := []parse.Op{parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS}[g.rng.IntN(4)]
+		g.req(s, op, g.pick(detKVKeys), func(r *parse.Request) {
+			r.Value = []byte("v" + strconv.Itoa(g.rng.IntN(3)))
+			r.Old = []byte([]string{"", "v0", "v1"}[g.rng.IntN(3)])
+			if g.rng.IntN(2) == 0 {
+				r.TTL = ttl()
+			}
+		})
+	case x < 70:
+		op := []parse.Op{parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
+			parse.OpBLPop, parse.OpBRPop}[g.rng.IntN(8)]
+		g.req(s, op, g.pick(detLists), func(r *parse.Request) {
+			r.Value = []byte("item" + strconv.Itoa(g.rng.IntN(100)))
+			r.Timeout, r.N, r.M = timeout(), int64(g.rng.IntN(3)), int64(g.rng.IntN(3)-1)
+		})
+	case x < 76:
+		op := []parse.Op{parse.OpListen, parse.OpListen, parse.OpUnlisten}[g.rng.IntN(3)]
+		g.req(s, op, g.pick(detPatterns), func(r *parse.Request) {
+			r.Value = []byte([]string{"", "", "grp"}[g.rng.IntN(3)])
+		})
+	case x < 82:
+		g.req(s, parse.OpSignal, g.pick(detChannels), func(r *parse.Request) { r.Value = []byte("payload") })
+	case x < 85:
+		op := []parse.Op{parse.OpWatch, parse.OpWatch, parse.OpUnwatch}[g.rng.IntN(3)]
+		pats := append(slices.Clone(detLockKeys), "*", ">", "k1", "q1", "n1")
+		g.req(s, op, g.pick(pats), nil)
+	case x < 88:
+		g.req(s, parse.OpBWait, g.pick(detBarriers), func(r *parse.Request) { r.N, r.Timeout = 3, timeout() })
+	case x < 92:
+		g.req(s, parse.OpElect, g.pick(detElects), func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+	case x < 94:
+		k := g.pick(detElects)
+		g.req(s, parse.OpResign, k, func(r *parse.Request) { r.Token = g.token(k) })
+	case x < 96:
+		op := []parse.Op{parse.OpObserve, parse.OpObserve, parse.OpUnobserve}[g.rng.IntN(3)]
+		g.req(s, op, g.pick(detElects), nil)
+	default:
+		// Foreign (godistlock) operations on the lock keys.
+		k := []byte(g.pick(detLockKeys))
+		switch g.rng.IntN(4) {
+		case 0:
+			g.tag++
+			g.run(Command{Kind: KindTaggedAcquire, Session: s, Req: parse.Request{Key: k}, Tag: g.tag, Wait: g.rng.IntN(2) == 0, LeaseMs: 1500})
+		case 1:
+			g.run(Command{Kind: KindOwnRelease, Session: s, Req: parse.Request{Key: k}})
+		case 2:
+			g.run(Command{Kind: KindFenceRenew, Session: s, Req: parse.Request{Key: k}, Fence: g.eng.LastFence(), LeaseMs: 2000})
+		default:
+			g.run(Command{Kind: KindHolder, Req: parse.Request{Key: k}})
+		}
+	}
+}
+
+func (g *detGen) pick64(xs []SessionID) SessionID { return xs[g.rng.IntN(len(xs))] }
+
+// kinds summarises the log: how many commands of each op.
+func (g *detGen) kinds() string {
+	m := map[string]int{}
+	for _, c := range g.log {
+		m[g.name(&c)]++
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b bytes.Buffer
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %d, ", k, m[k])
+	}
+	return b.String()
+}
+
+func (g *detGen) name(c *Command) string {
+	switch c.Kind {
+	case KindRequest:
+		return c.Req.Op.String()
+	case KindOpen:
+		return "open"
+	case KindClose:
+		return "close"
+	case KindGC:
+		return "gc"
+	case KindAdvance:
+		return "advance"
+	case KindTaggedAcquire:
+		return "tagged-acquire"
+	case KindOwnRelease:
+		return "own-release"
+	case KindFenceRenew:
+		return "fence-renew"
+	case KindHolder:
+		return "holder"
+	}
+	return "?"
+}
+
+func (g *detGen) describe(i int) string {
+	c := &g.log[i]
+	return fmt.Sprintf("%s %#x %q at %d", g.name(c), uint64(c.Session), c.Req.Key, c.At)
+}

@@ -1,0 +1,179 @@
+package parse
+
+import (
+	"encoding/json"
+
+	"github.com/valyala/bytebufferpool"
+)
+
+// Stats is the content of the stats document (spec §F.1), as the engine
+// reports it; AppendStats encodes it in a profile's shape. Arrays are
+// never nil (the document shows [], §I.24) and sorted by key, so the same
+// state always encodes the same.
+type Stats struct {
+	Connections    int
+	Locks          []LockStat
+	Semaphores     []SemStat
+	RWLocks        []RWStat
+	IdleLocks      []IdleStat
+	IdleSemaphores []IdleStat
+	Counters       []CounterStat
+	KVEntries      []KVStat
+	Lists          []ListStat
+	SignalChannels []SignalStat
+	WatchChannels  []WatchStat
+	Barriers       []BarrierStat
+	Fence          *FenceStat // nil: no fence state to show
+}
+
+// LockStat: Fence is shown by the rf profile only.
+type LockStat struct {
+	Key            string  `json:"key"`
+	OwnerConnID    uint64  `json:"owner_conn_id"`
+	LeaseExpiresIn float64 `json:"lease_expires_in_s"`
+	Waiters        int     `json:"waiters"`
+	Fence          uint64  `json:"fence,omitempty"`
+}
+
+// RWStat: Fence is the highest among the holders (spec §F.1).
+type RWStat struct {
+	Key     string `json:"key"`
+	Readers int    `json:"readers"`
+	Writer  bool   `json:"writer"`
+	Fence   uint64 `json:"fence,omitempty"`
+	Waiters int    `json:"waiters"`
+}
+
+type SemStat struct {
+	Key     string `json:"key"`
+	Limit   int    `json:"limit"`
+	Holders int    `json:"holders"`
+	Waiters int    `json:"waiters"`
+}
+
+type IdleStat struct {
+	Key   string  `json:"key"`
+	IdleS float64 `json:"idle_s"`
+}
+
+type CounterStat struct {
+	Key   string  `json:"key"`
+	Value int64   `json:"value"`
+	IdleS float64 `json:"idle_s"`
+}
+
+type KVStat struct {
+	Key      string  `json:"key"`
+	ValueLen int     `json:"value_len"`
+	TTL      int64   `json:"ttl"` // seconds left, 0 = none
+	IdleS    float64 `json:"idle_s"`
+}
+
+type ListStat struct {
+	Key        string  `json:"key"`
+	Len        int     `json:"len"`
+	PopWaiters int     `json:"pop_waiters,omitempty"`
+	IdleS      float64 `json:"idle_s"`
+}
+
+type SignalStat struct {
+	Pattern   string `json:"pattern"`
+	Group     string `json:"group,omitempty"`
+	Listeners int    `json:"listeners"`
+}
+
+type WatchStat struct {
+	Pattern  string `json:"pattern"`
+	Watchers int    `json:"watchers"`
+}
+
+type BarrierStat struct {
+	Key          string  `json:"key"`
+	Count        int     `json:"count"`
+	Participants int     `json:"participants"`
+	IdleS        float64 `json:"idle_s"`
+}
+
+// FenceStat shows the fence allocator: the last fence issued, the ceiling
+// durable on disk (with --fence-state-file), and the persister's counters.
+type FenceStat struct {
+	Last     uint64 `json:"last"`
+	Ceiling  uint64 `json:"ceiling,omitempty"`
+	Durable  bool   `json:"durable"`
+	Persists uint64 `json:"persists"`
+	Stalls   uint64 `json:"stalls"`
+	Failed   bool   `json:"failed"`
+}
+
+// statsDoc is the document of the v2 and rf profiles, in the field order
+// of dflockd's redis-feats line, whose shape is a superset of v2's: the v2
+// fields come first, the newer arrays are extras v2 clients ignore.
+type statsDoc struct {
+	Connections    int           `json:"connections"`
+	Locks          []LockStat    `json:"locks"`
+	Semaphores     []SemStat     `json:"semaphores"`
+	RWLocks        []RWStat      `json:"rw_locks"`
+	IdleLocks      []IdleStat    `json:"idle_locks"`
+	IdleSemaphores []IdleStat    `json:"idle_semaphores"`
+	Counters       []CounterStat `json:"counters"`
+	KVEntries      []KVStat      `json:"kv_entries"`
+	Lists          []ListStat    `json:"lists"`
+	SignalChannels []SignalStat  `json:"signal_channels"`
+	WatchChannels  []WatchStat   `json:"watch_channels"`
+	Barriers       []BarrierStat `json:"barriers"`
+	Fence          *FenceStat    `json:"fence,omitempty"`
+}
+
+// statsDocV1 is dflockd v1.10's document: these five keys only.
+type statsDocV1 struct {
+	Connections    int        `json:"connections"`
+	Locks          []LockStat `json:"locks"`
+	Semaphores     []SemStat  `json:"semaphores"`
+	IdleLocks      []IdleStat `json:"idle_locks"`
+	IdleSemaphores []IdleStat `json:"idle_semaphores"`
+}
+
+// AppendStats appends the stats document of profile p (one line, no LF).
+// Only rf shows the fences of locks.
+func AppendStats(dst []byte, st *Stats, p Profile) []byte {
+	var doc any
+	switch p {
+	case ProfileV1:
+		doc = &statsDocV1{Connections: st.Connections, Locks: withoutFences(st.Locks), Semaphores: st.Semaphores,
+			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores}
+	default:
+		locks := st.Locks
+		if p != ProfileRF {
+			locks = withoutFences(locks)
+		}
+		doc = &statsDoc{
+			Connections: st.Connections, Locks: locks, Semaphores: st.Semaphores, RWLocks: st.RWLocks,
+			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores, Counters: st.Counters,
+			KVEntries: st.KVEntries, Lists: st.Lists, SignalChannels: st.SignalChannels,
+			WatchChannels: st.WatchChannels, Barriers: st.Barriers, Fence: st.Fence,
+		}
+	}
+	buf := bytebufferpool.Get()
+	defer bytebufferpool.Put(buf)
+	if err := json.NewEncoder(buf).Encode(doc); err != nil {
+		panic("parse: stats document does not encode: " + err.Error())
+	}
+	b := buf.B
+	return append(dst, b[:len(b)-1]...) // Encode ends with LF; the reply adds its own
+}
+
+// withoutFences returns locks with their fences zeroed (omitted), copying
+// only if one is set.
+func withoutFences(locks []LockStat) []LockStat {
+	for i := range locks {
+		if locks[i].Fence != 0 {
+			out := make([]LockStat, len(locks))
+			for j, l := range locks {
+				l.Fence = 0
+				out[j] = l
+			}
+			return out
+		}
+	}
+	return locks
+}

@@ -1,0 +1,82 @@
+package session
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// authCooldown delays the close after a failed auth (spec §B.13).
+const authCooldown = 100 * time.Millisecond
+
+// pendingAuth is a first request held until its address's turn comes
+// (authgate.go), with what judging it needs.
+type pendingAuth struct {
+	token  []byte // a copy: the frame's bytes die with the read
+	isAuth bool   // an auth request that parsed
+	at     timerwheel.Instant
+}
+
+// authenticate handles the first request when a token is configured:
+// anything but the right auth gets error_auth and, after a cool-down that
+// slows guessing, a close. If the client's address failed an auth less
+// than a cool-down ago, the request is held, unjudged, until its turn.
+func (s *Session) authenticate(out []byte, req *parse.Request, err error, now timerwheel.Instant) []byte {
+	isAuth := err == nil && req.Op == parse.OpAuth
+	if at := s.hub.gate.admit(s.authKey, now); at > now {
+		s.pendingAuth = &pendingAuth{token: bytes.Clone(req.Token), isAuth: isAuth, at: at}
+		s.blocked = true // parse nothing more meanwhile
+		s.t.SetTimer(at.After(0))
+		return out
+	}
+	return s.judgeAuth(out, req.Token, isAuth, now)
+}
+
+// judgeAuth compares the token (always, so timing does not tell a wrong
+// command from a wrong token) and answers.
+func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Instant) []byte {
+	match := subtle.ConstantTimeCompare(token, []byte(s.hub.cfg.AuthToken)) == 1
+	if isAuth && match {
+		s.authed = true
+		return parse.AppendStatus(out, parse.StatusOK)
+	}
+	s.hub.gate.failed(s.authKey, now)
+	return s.refuseAuth(out, now)
+}
+
+// refuseAuth answers error_auth and closes after the cool-down: what every
+// failed first request gets (spec §A.5, §B.13), a wrong token, another
+// command, a line too long or a read timeout.
+func (s *Session) refuseAuth(out []byte, now timerwheel.Instant) []byte {
+	s.closing = true
+	s.deadline = now.After(authCooldown.Milliseconds())
+	s.t.SetTimer(s.deadline)
+	return parse.AppendStatus(out, parse.StatusErrorAuth)
+}
+
+// judgePendingAuth runs when a held auth's turn may have come; it reports
+// whether the session's timer needs nothing more from Timer.
+func (s *Session) judgePendingAuth(now timerwheel.Instant) bool {
+	p := s.pendingAuth
+	if now < p.at {
+		s.t.SetTimer(p.at.After(0))
+		return true
+	}
+	s.pendingAuth = nil
+	s.blocked = false
+	sc := s.t.Scratch()
+	out := s.judgeAuth(sc.Out[:0], p.token, p.isAuth, now)
+	s.write(out)
+	sc.Out = out[:0]
+	if s.authed {
+		s.deadline = now.After(s.hub.rtMs)
+		s.t.SetTimer(s.deadline)
+		if s.leftover {
+			s.t.Wake() // serve what was pipelined behind the auth
+		}
+	}
+	return true
+}

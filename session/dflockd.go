@@ -1,0 +1,237 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// maxBlockedInput: dflockd closes a blocked connection once its 4 KiB read
+// buffer fills with pipelined bytes (spec §A.6).
+const maxBlockedInput = 4096
+
+// dflockdCodec is dflockd's line protocol: 3-line requests, 1-line
+// replies, in the hub's profile.
+type dflockdCodec struct{}
+
+func (dflockdCodec) idleDeadline(*Session) bool { return true }
+
+func (dflockdCodec) timeoutReply(dst []byte) []byte {
+	return parse.AppendStatus(dst, parse.StatusError)
+}
+
+func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (int, []byte, bool, bool) {
+	switch {
+	case s.closing:
+		return len(buf), out, false, false
+	case s.discarding:
+		n, out, stop := s.drainLongLine(buf, out, now)
+		return n, out, false, stop
+	case s.blocked:
+		return 0, out, false, len(buf) >= s.maxBlockedInput()
+	}
+	frame := parse.Next
+	if s.hub.cfg.Profile == parse.ProfileV1 {
+		frame = parse.NextCountingCR
+	}
+	off, frames := 0, 0
+	more, over, stop := false, false, false
+	unsent := s.t.Unsent()
+	for !s.blocked && !s.closing {
+		if len(out) >= replyBudget || s.t.Yield() {
+			more = true
+			break
+		}
+		if unsent+len(out) >= maxUnsent {
+			over = true // backpressure: serve no more until the peer reads
+			break
+		}
+		f, n, err := frame(buf[off:])
+		if err != nil {
+			if errors.Is(err, parse.ErrLineTooLong) {
+				off += n
+				s.discarding = true
+			}
+			break
+		}
+		off += n
+		frames++
+		out, stop = s.exec(out, f, now)
+		if stop {
+			break
+		}
+	}
+	if !s.discarding && !s.blocked && !s.closing && !stop {
+		s.noteProgress(buf[off:], frames, now)
+	}
+	if s.discarding && !stop {
+		n, o, st := s.drainLongLine(buf[off:], out, now)
+		return off + n, o, false, st
+	}
+	if s.blocked && len(buf)-off >= s.maxBlockedInput() {
+		// What arrived behind the parked request already fills dflockd's
+		// read buffer (spec §A.6).
+		return off, out, false, true
+	}
+	if over && !stop {
+		s.pauseAfter(out)
+		return off, out, false, false
+	}
+	return off, out, more, stop
+}
+
+// drainLongLine discards input through the LF that ends an over-long
+// line, then answers error and closes (an unauthenticated session: a
+// failed auth).
+func (s *Session) drainLongLine(buf, out []byte, now timerwheel.Instant) (int, []byte, bool) {
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return len(buf), out, false
+	}
+	s.discarding = false
+	if !s.authed {
+		// A first request too long to be an auth (over 64 KiB) is a
+		// failed auth like any other.
+		return i + 1, s.refuseAuth(out, now), false
+	}
+	return i + 1, parse.AppendStatus(out, parse.StatusError), true
+}
+
+// exec runs one frame and appends its reply (if any yet). stop asks for a
+// close once the replies are sent.
+func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byte, bool) {
+	profile := s.hub.cfg.Profile
+	if profile == parse.ProfileRF {
+		f = s.stripCRs(f)
+	}
+	req, err := parse.Parse(f)
+	if !profile.Knows(req.Op) {
+		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
+	}
+	if !s.authed {
+		return s.authenticate(out, &req, err, now), false
+	}
+	if s.hub.draining.Load() && profile != parse.ProfileV1 {
+		// v1.10 goes on serving a draining server's connections; its
+		// waits end with error in the engine (spec §D.5).
+		return parse.AppendStatus(out, parse.StatusErrorDraining), true
+	}
+	if err != nil {
+		return parse.AppendStatus(out, parse.StatusError), false
+	}
+	switch req.Op {
+	case parse.OpPing, parse.OpBarrier:
+		return parse.AppendStatus(out, parse.StatusOK), false
+	case parse.OpAuth:
+		// Already authenticated, or no token configured (spec §B.13).
+		return parse.AppendStatus(out, parse.StatusError), false
+	case parse.OpStableRef:
+		if s.stableRef {
+			return parse.AppendStatus(out, parse.StatusError), false
+		}
+		s.stableRef = true
+		return parse.AppendStatus(out, parse.StatusOK), false
+	case parse.OpStats:
+		return s.appendStats(out, now), false
+	}
+	cmd := engine.Command{Kind: engine.KindRequest, Session: s.id, At: now, Req: req}
+	s.ownArgs(&cmd.Req)
+	r, receivers := s.apply(&cmd)
+	if r.Blocked {
+		s.blocked = true
+		if profile == parse.ProfileV1 {
+			s.pauseWhileBlocked()
+		}
+		return out, false
+	}
+	if r.Kind == engine.KindReceivers {
+		r.Kind, r.Int = engine.KindInt, int64(receivers)
+	}
+	return appendResult(out, &r, profile == parse.ProfileRF), false
+}
+
+// ownArgs copies a request's byte arguments out of the read buffer into
+// the transport's argument scratch, so that the command does not alias
+// bytes the transport will reuse: a command is a self-contained value.
+func (s *Session) ownArgs(r *parse.Request) {
+	sc := s.t.Scratch()
+	a := sc.Args[:0]
+	own := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(a)
+		a = append(a, b...)
+		return a[start:len(a):len(a)]
+	}
+	r.Key, r.Token, r.Value, r.Old = own(r.Key), own(r.Token), own(r.Value), own(r.Old)
+	sc.Args = a
+}
+
+// appendStats appends the stats reply.
+func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
+	st := s.hub.eng.Stats(now, s.hub.Connections())
+	if f := s.hub.cfg.FenceStats; f != nil {
+		st.Fence = f()
+	}
+	out = append(out, "ok "...)
+	out = parse.AppendStats(out, st, s.hub.cfg.Profile)
+	return append(out, '\n')
+}
+
+// stripCRs removes CRs inside the lines of an rf frame, as dflockd's
+// redis-feats reader does (spec §A.2). Frames without one, nearly all, are
+// returned as they are; the others are copied into the session's scratch,
+// which lives until the next frame.
+func (s *Session) stripCRs(f parse.Frame) parse.Frame {
+	if bytes.IndexByte(f.Cmd, '\r') < 0 && bytes.IndexByte(f.Key, '\r') < 0 && bytes.IndexByte(f.Arg, '\r') < 0 {
+		return f
+	}
+	b := s.crless[:0]
+	var ends [3]int
+	for i, line := range [3][]byte{f.Cmd, f.Key, f.Arg} {
+		for _, c := range line {
+			if c != '\r' {
+				b = append(b, c)
+			}
+		}
+		ends[i] = len(b)
+	}
+	s.crless = b
+	return parse.Frame{Cmd: b[:ends[0]], Key: b[ends[0]:ends[1]], Arg: b[ends[1]:ends[2]]}
+}
+
+// deliver writes the late reply of a parked request and resumes parsing
+// whatever was pipelined behind it.
+func (dflockdCodec) deliver(s *Session, r engine.Result) {
+	s.flushPushes()
+	sc := s.t.Scratch()
+	out := appendResult(sc.Out[:0], &r, s.hub.cfg.Profile == parse.ProfileRF)
+	s.write(out)
+	sc.Out = out[:0]
+	s.unblock(s.hub.clock.Now())
+}
+
+// appendResult encodes an engine result as its reply line; rf adds the
+// fence to grants and renewals (spec §B.0).
+func appendResult(out []byte, r *engine.Result, rf bool) []byte {
+	switch r.Kind {
+	case engine.KindGrant:
+		var tok [32]byte
+		return parse.AppendGrant(out, r.Status, r.Token.Append(tok[:0]), r.Lease, r.Token.Fence, rf)
+	case engine.KindRenew:
+		return parse.AppendRenew(out, r.Lease, r.Token.Fence, rf)
+	case engine.KindInt:
+		return parse.AppendOKInt(out, r.Int)
+	case engine.KindValue:
+		out = append(out, "ok "...)
+		out = append(out, r.Value...)
+		return append(out, '\n')
+	case engine.KindList:
+		return parse.AppendOKList(out, r.Items)
+	}
+	return parse.AppendStatus(out, r.Status)
+}

@@ -1,0 +1,215 @@
+package session
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Config tunes the sessions of a Hub. The zero value of each field means
+// its default.
+type Config struct {
+	// Profile is the dflockd release line to answer as (--compat).
+	Profile      parse.Profile
+	ReadTimeout  time.Duration // per-line read deadline; default 23 s
+	WriteTimeout time.Duration // unsent output making no progress this long closes; 0 = off
+	AuthToken    string        // "" = no auth handshake
+	// GodistlockID and Version are the <id> and <version> of the
+	// godistlock codec's HELLO replies; defaults: the host name, "dev".
+	GodistlockID string
+	Version      string
+	// FenceStats, if set, adds the fence state to the stats document.
+	FenceStats func() *parse.FenceStat
+}
+
+// Hub is the sessions of one engine: it opens them and routes the engine's
+// effects to them.
+type Hub struct {
+	cfg      Config
+	eng      *engine.Engine
+	clock    timerwheel.Clock
+	gate     *authGate
+	draining atomic.Bool
+	conns    atomic.Int64 // open sessions, for stats and limits
+	rtMs     int64        // read timeout in ms
+	wtMs     int64        // write timeout in ms, 0 = off
+	routes   [routeShards]routeShard
+}
+
+// routeShards spreads the session index over mutexes: a fan-out looks up
+// one session per receiver while others open and close.
+const routeShards = 64
+
+type routeShard struct {
+	mu sync.RWMutex
+	m  map[engine.SessionID]*Session
+	_  [40]byte
+}
+
+// NewHub returns the hub of the sessions of e, reading time from clock.
+func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 23 * time.Second
+	}
+	if cfg.GodistlockID == "" {
+		cfg.GodistlockID, _ = os.Hostname()
+		if cfg.GodistlockID == "" || strings.ContainsAny(cfg.GodistlockID, " \t\r\n") {
+			cfg.GodistlockID = "dflockd-ng"
+		}
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	h := &Hub{
+		cfg: cfg, eng: e, clock: clock, gate: newAuthGate(),
+		rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(),
+	}
+	for i := range h.routes {
+		h.routes[i].m = make(map[engine.SessionID]*Session)
+	}
+	return h
+}
+
+// Engine returns the hub's engine.
+func (h *Hub) Engine() *engine.Engine { return h.eng }
+
+// Clock returns the hub's clock.
+func (h *Hub) Clock() timerwheel.Clock { return h.clock }
+
+// Protocol is the codec a session speaks.
+type Protocol uint8
+
+const (
+	Dflockd    Protocol = iota // dflockd's line protocol, in the hub's profile
+	Godistlock                 // the godistlock client protocol (godistlock.go)
+)
+
+// Open starts the session of a new connection on transport t, on the
+// transport's goroutine.
+func (h *Hub) Open(t Transport, p Protocol) *Session {
+	now := h.clock.Now()
+	var fx engine.Effects
+	id := h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
+	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == ""}
+	if p == Godistlock {
+		s.codec = newGodistlock()
+	} else {
+		s.codec = dflockdCodec{}
+		if !s.authed {
+			s.authKey = gateKey(t.RemoteAddr())
+		}
+	}
+	s.deadline = now.After(h.rtMs)
+	t.SetTimer(s.deadline)
+	rs := h.routeShard(id)
+	rs.mu.Lock()
+	rs.m[id] = s
+	rs.mu.Unlock()
+	h.conns.Add(1)
+	return s
+}
+
+func (h *Hub) routeShard(id engine.SessionID) *routeShard {
+	return &h.routes[uint64(id)%routeShards]
+}
+
+// lookup returns the open session id names, or nil.
+func (h *Hub) lookup(id engine.SessionID) *Session {
+	rs := h.routeShard(id)
+	rs.mu.RLock()
+	s := rs.m[id]
+	rs.mu.RUnlock()
+	return s
+}
+
+// forget removes a closed session from the routes.
+func (h *Hub) forget(s *Session) {
+	rs := h.routeShard(s.id)
+	rs.mu.Lock()
+	delete(rs.m, s.id)
+	rs.mu.Unlock()
+	h.conns.Add(-1)
+}
+
+// Connections reports open sessions.
+func (h *Hub) Connections() int { return int(h.conns.Load()) }
+
+// Route hands effects to their sessions through their transports' Post,
+// from any goroutine, and reports how many receivers its pushes reached:
+// a push to a session whose unread pushes are over its bound
+// (Session.Backlogged) still goes, but does not count; a queue-group push
+// goes to the first member from the group's turn that is not backlogged,
+// and counts once, or to the turn's member, not counting, if all are
+// (spec §B.9). Effects for sessions that closed meanwhile are dropped:
+// their cleanup already ran in the engine.
+func (h *Hub) Route(fx *engine.Effects) (receivers int) {
+	for i := range fx.List {
+		f := &fx.List[i]
+		to := f.To
+		var s *Session
+		switch {
+		case f.Group != nil:
+			for j := range f.Group {
+				if m := h.lookup(f.Member(j)); m != nil && !m.Backlogged() {
+					s = m
+					receivers++
+					break
+				}
+			}
+			if s == nil {
+				s = h.lookup(to)
+			}
+		case f.Result.Kind == engine.KindPush:
+			if s = h.lookup(to); s != nil && !s.Backlogged() {
+				receivers++
+			}
+		default:
+			s = h.lookup(to)
+		}
+		if s == nil {
+			continue
+		}
+		if f.Result.Kind == engine.KindPush {
+			s.backlog.queued.Add(int64(pushLen(&f.Result.Push)))
+		}
+		s.t.Post(f.Result)
+	}
+	return receivers
+}
+
+// Drain starts a graceful drain (spec §D.5): parked requests end with
+// error, new requests of the v2 and rf profiles get error_draining and a
+// close; v1 sessions go on being served. Safe from any goroutine.
+func (h *Hub) Drain() {
+	h.draining.Store(true)
+	var fx engine.Effects
+	h.eng.Apply(&engine.Command{Kind: engine.KindDrain, At: h.clock.Now()}, &fx)
+	h.Route(&fx)
+}
+
+// Draining reports whether a drain has started.
+func (h *Hub) Draining() bool { return h.draining.Load() }
+
+// GC prunes idle keys (spec §D.6); a timer calls it every --gc-interval.
+func (h *Hub) GC() {
+	var fx engine.Effects
+	h.eng.Apply(&engine.Command{Kind: engine.KindGC, At: h.clock.Now()}, &fx)
+	h.Route(&fx)
+}
+
+// Advance fires the engine timers of shard i due by now and routes what
+// they did; it returns the shard's next deadline (a timer driver's target).
+func (h *Hub) Advance(i int, fx *engine.Effects) (timerwheel.Tick, bool) {
+	next, ok := h.eng.AdvanceShard(i, h.clock.Now(), fx)
+	h.Route(fx)
+	fx.Reset()
+	return next, ok
+}
+
+func pushLen(p *engine.Push) int { return parse.PushLen(p.Kind, p.A, p.B) }

@@ -1,0 +1,55 @@
+package session
+
+import (
+	"net"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Transport is what a Session needs of its connection. Every method but
+// Post is called on the session's goroutine, the one that calls the
+// session's methods.
+type Transport interface {
+	// Write queues b for the peer; the transport copies what it keeps.
+	Write(b []byte)
+	// Unsent reports the bytes written but not yet taken by the peer's
+	// socket (the transport's output buffer).
+	Unsent() int
+	// Close closes the connection, asynchronously, after trying to send
+	// what is queued; the transport then calls Session.Closed.
+	Close()
+	// Wake asks for Session.Input to be called again soon with whatever
+	// input is buffered, even if no new bytes arrive.
+	Wake()
+	// Yield reports whether the transport's goroutine has work piling up
+	// (pushes for other sessions, PushBudget bytes and more): Input then
+	// stops early and Wakes, so that a pipelined burst of signals reaches
+	// its receivers in slices.
+	Yield() bool
+	// PauseRead stops reading from the peer, so that flow control holds
+	// it back (backpressure); false if the transport cannot.
+	// ResumeRead reads again. A transport may resume by itself once its
+	// output has drained.
+	PauseRead() bool
+	ResumeRead()
+	// RemoteAddr is the peer's address (per-address auth throttling).
+	RemoteAddr() net.Addr
+	// SetTimer asks for Session.Timer to be called at or after at; a new
+	// call replaces the previous one.
+	SetTimer(at timerwheel.Tick)
+	// Scratch is working memory the session may use during one call of
+	// its methods, never keep: the transport's goroutine owns it.
+	Scratch() *Scratch
+	// Post queues a late result or a push for the session, from any
+	// goroutine, without blocking; the transport then calls
+	// Session.Deliver on the session's goroutine.
+	Post(r engine.Result)
+}
+
+// Scratch is per-goroutine working memory of a transport.
+type Scratch struct {
+	Out  []byte         // replies of one read, written at once
+	Args []byte         // the arguments of commands, copied out of the read buffer
+	Fx   engine.Effects // effects of one command, routed at once
+}
