@@ -19,7 +19,7 @@ func errInvalidf(format string, a ...any) error {
 // Line limits of the server: longer lines are answered with error and the
 // connection is closed, so they are refused before sending.
 const (
-	maxLine     = 256     // every request line
+	maxLine     = 256      // every request line
 	maxAuthLine = 64 << 10 // the auth token line, on dflockd v1.15+ and dflockd-ng
 )
 

@@ -117,7 +117,6 @@ func TestLists(t *testing.T) {
 	}
 }
 
-
 func TestBarrierWait(t *testing.T) {
 	srv := testserver.Start(t)
 	addr := srv.Addr()
@@ -144,7 +143,6 @@ func TestBarrierWait(t *testing.T) {
 	_, err := client.BarrierWait(c, "counted", 3, 0)
 	wantErr(t, err, client.ErrBarrierCountMismatch, "BarrierWait with another count")
 }
-
 
 func TestSignals(t *testing.T) {
 	srv := testserver.Start(t)
@@ -271,7 +269,6 @@ func TestLeaderConn(t *testing.T) {
 	}
 	must(t, obs.Unobserve("primary"))
 }
-
 
 // statsField returns a number from the stats document: field of the entry
 // for key in the array section ("locks", "lists", …), 0 if absent.
