@@ -80,9 +80,21 @@ type Server struct {
 // test ends. The defaults keep teardown fast: --shutdown-timeout 1.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	s, err := TryStart(t, args...)
+	if err != nil {
+		t.Fatalf("testserver: %v", err)
+	}
+	return s
+}
+
+// TryStart is Start that returns the failure instead of failing the test,
+// for probing whether the server supports a flag (it refuses to start on
+// what it does not support).
+func TryStart(t testing.TB, args ...string) (*Server, error) {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
 		s, err := start(bin, args)
@@ -92,10 +104,10 @@ func Start(t testing.TB, args ...string) *Server {
 					t.Errorf("testserver: %v\nserver log:\n%s", err, s.Log())
 				}
 			})
-			return s
+			return s, nil
 		}
-		if attempt == portAttempts {
-			t.Fatalf("testserver: %v", err)
+		if attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
 		}
 	}
 }
