@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // binPath is the dflockctl binary the subprocess tests run. TestMain builds
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testserver.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -4,8 +4,8 @@
 // not depend on the server's Go APIs.
 //
 // The binary is built once per test binary, on the first Start, into a
-// temporary directory that Main removes; a package whose tests use Start
-// must call Main from its TestMain. Start is safe for concurrent use.
+// temporary directory that Main (or Run) removes; a package whose tests
+// use Start must call one of them from its TestMain. Start is safe for concurrent use.
 package testserver
 
 import (
@@ -40,14 +40,18 @@ var build struct {
 	err  error
 }
 
-// Main runs the tests and then removes the built server; call it from
+// Main runs the tests, removes the built server and exits; call it from
 // TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with cleanup of its own: it runs the tests,
+// removes the built server and returns the exit code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // Binary returns the path of the built server, building it first if
