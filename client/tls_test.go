@@ -2,15 +2,7 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,41 +13,12 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
-// testCert is a self-signed certificate for 127.0.0.1 and the pool that
-// trusts it.
-func testCert(t *testing.T) (tls.Certificate, *x509.CertPool, []byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "dflockd test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	must(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	must(t, err)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, certPEM, keyPEM
-}
-
 // TestTLSWithFakeServer runs the client's TLS code against a TLS listener
 // of crypto/tls, since the server has no TLS yet.
 func TestTLSWithFakeServer(t *testing.T) {
-	cert, pool, _, _ := testCert(t)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	cert := testserver.NewCert(t)
+	pool := cert.Pool
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
 	must(t, err)
 	f := startFake(t, ln, func(cmd, _, arg string) string {
 		switch cmd {
@@ -107,11 +70,12 @@ func TestTLSWithFakeServer(t *testing.T) {
 // TestTLSWithRealServer runs once the server accepts --tls-cert; until
 // then it skips, saying so.
 func TestTLSWithRealServer(t *testing.T) {
-	_, pool, certPEM, keyPEM := testCert(t)
+	cert := testserver.NewCert(t)
+	pool := cert.Pool
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	must(t, os.WriteFile(certFile, certPEM, 0o600))
-	must(t, os.WriteFile(keyFile, keyPEM, 0o600))
+	must(t, os.WriteFile(certFile, cert.CertPEM, 0o600))
+	must(t, os.WriteFile(keyFile, cert.KeyPEM, 0o600))
 	srv, err := testserver.TryStart(t, "--tls-cert", certFile, "--tls-key", keyFile, "--auth-token", "s3cret")
 	if err != nil {
 		t.Skipf("dflockd-ng does not serve TLS yet (it refuses --tls-cert at startup); the client's TLS code is covered by TestTLSWithFakeServer. Server said: %.200s", err)

@@ -23,7 +23,7 @@ type counterValue struct {
 }
 
 func (c *cli) counter(g *globals, args []string) int {
-	sub, args, code, ok := c.subcommand("counter", counterUsage, args, "get", "incr", "decr", "set")
+	sub, args, code, ok := c.subcommand("counter", counterUsage, g, args, "get", "incr", "decr", "set")
 	if !ok {
 		return code
 	}
@@ -54,7 +54,8 @@ func (c *cli) counter(g *globals, args []string) int {
 		default:
 			v, err = n, client.SetCounter(conn, key, n)
 		}
-		if errors.Is(err, client.ErrServer) && sub != "get" {
+		// A plain error reply; not-leader and draining say more themselves.
+		if errors.Is(err, client.ErrServer) && !errors.Is(err, client.ErrNotLeader) && !errors.Is(err, client.ErrDraining) && sub != "get" {
 			err = errors.New("refused (the result would overflow a 64-bit integer, or the key limit is reached)")
 		}
 		return outcome{text: strconv.FormatInt(v, 10), obj: counterValue{key, v}}, err

@@ -17,7 +17,7 @@ value is OLD ("" = create, the key must not exist) and exits 75 on a
 conflict. --ttl expires the entry after S seconds (0 = never).`
 
 func (c *cli) kv(g *globals, args []string) int {
-	sub, args, code, ok := c.subcommand("kv", kvUsage, args, "get", "set", "del", "cas")
+	sub, args, code, ok := c.subcommand("kv", kvUsage, g, args, "get", "set", "del", "cas")
 	if !ok {
 		return code
 	}

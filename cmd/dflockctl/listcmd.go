@@ -27,7 +27,7 @@ type listLength struct {
 }
 
 func (c *cli) list(g *globals, args []string) int {
-	sub, args, code, ok := c.subcommand("list", listUsage, args, "push", "pop", "range", "len")
+	sub, args, code, ok := c.subcommand("list", listUsage, g, args, "push", "pop", "range", "len")
 	if !ok {
 		return code
 	}

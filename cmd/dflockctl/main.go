@@ -63,7 +63,7 @@ File locks (no server):
   file try|acquire|release|status|cleanup PATH [options]
 
 Other:
-  completion bash|zsh              version (or --version)
+  completion bash|zsh              version (or --version)           help
 
 Global options (before or after the command):
   --server HOST:PORT[,HOST:PORT...]  server, or servers keys are sharded over
