@@ -7,7 +7,7 @@ require (
 	github.com/panjf2000/gnet/v2 v2.10.0
 	go.etcd.io/etcd/client/v3 v3.5.21
 	go.uber.org/zap v1.28.0
-	golang.org/x/sys v0.31.0
+	golang.org/x/sys v0.34.0
 )
 
 require (
