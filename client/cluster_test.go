@@ -13,8 +13,8 @@ import (
 // follower fakes a cluster follower: ping and stats work, anything else
 // is refused with error_not_leader naming leader ("" for a bare refusal,
 // as a follower that knows no leader sends).
-func follower(t *testing.T, leader string) *fakeServer {
-	return startFake(t, nil, func(cmd, _, _ string) string {
+func follower(t *testing.T, leader string) *testserver.Fake {
+	return testserver.StartFake(t, nil, func(cmd, _, _ string) string {
 		switch {
 		case cmd == "ping":
 			return "ok"
@@ -40,7 +40,7 @@ func TestClusterFollowsRedirectToListedLeader(t *testing.T) {
 	if c.Addr() != leader.Addr() {
 		t.Fatalf("after the redirect the connection talks to %s, want the leader %s", c.Addr(), leader.Addr())
 	}
-	if got := f.requests(); len(got) != 1 || got[0] != "l k 0" {
+	if got := f.Requests(); len(got) != 1 || got[0] != "l k 0" {
 		t.Fatalf("follower received %q, want one l", got)
 	}
 	// The lock really is on the leader, and later requests go there directly.
@@ -48,7 +48,7 @@ func TestClusterFollowsRedirectToListedLeader(t *testing.T) {
 	_, _, err = client.Acquire(probe, "k", 0)
 	wantErr(t, err, client.ErrTimeout, "Acquire on the leader")
 	must(t, client.Release(c, "k", tok))
-	if n := len(f.requests()); n != 1 {
+	if n := len(f.Requests()); n != 1 {
 		t.Fatalf("follower received %d requests, want no more after the redirect", n)
 	}
 }

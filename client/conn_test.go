@@ -82,7 +82,7 @@ func TestWithContextCancelsABlockedRequest(t *testing.T) {
 }
 
 func TestReplyTimeoutGivesUpASilentServer(t *testing.T) {
-	silent := startFake(t, nil, func(string, string, string) string {
+	silent := testserver.StartFake(t, nil, func(string, string, string) string {
 		<-t.Context().Done() // answers only when the test is over
 		return "ok"
 	})

@@ -20,7 +20,7 @@ func TestTLSWithFakeServer(t *testing.T) {
 	pool := cert.Pool
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
 	must(t, err)
-	f := startFake(t, ln, func(cmd, _, arg string) string {
+	f := testserver.StartFake(t, ln, func(cmd, _, arg string) string {
 		switch cmd {
 		case "auth":
 			if arg == "s3cret" {
@@ -56,7 +56,7 @@ func TestTLSWithFakeServer(t *testing.T) {
 		t.Fatalf("Lock over TLS = %v, %v", ok, err)
 	}
 	l.Close()
-	reqs := f.requests()
+	reqs := f.Requests()
 	if reqs[len(reqs)-2] != "auth _ s3cret" || !strings.HasPrefix(reqs[len(reqs)-1], "l k ") {
 		t.Fatalf("the Lock sent %q; want auth then l", reqs[len(reqs)-2:])
 	}

@@ -187,7 +187,7 @@ func TestElectAndObserve(t *testing.T) {
 	// Observing a led election reports elected at once: that is how we
 	// know the observer is subscribed before the leader resigns.
 	observer := start(t, srv.Env(), "observe", "primary", "--count", "2")
-	waitFor(t, "the elected event", func() bool { return observer.Stdout.(*syncBuffer).String() != "" })
+	waitFor(t, "the elected event", func() bool { return observer.Stdout.(*testserver.Output).String() != "" })
 	expectCode(t, ctl(t, srv, "elect", "primary", "--timeout", "0", "--", "true"), exitBusy, "a second candidate, no wait")
 	os.WriteFile(stop, nil, 0o644)
 	expectCode(t, wait(t, leader), 5, "elect passes the command's status")

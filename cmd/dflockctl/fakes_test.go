@@ -1,64 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
-
-// lineServer serves the line protocol on ln until the test ends, answering
-// each request with reply(cmd).
-func lineServer(t *testing.T, ln net.Listener, reply func(cmd string) string) string {
-	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					var lines [3]string
-					for i := range lines {
-						l, err := r.ReadString('\n')
-						if err != nil {
-							return
-						}
-						lines[i] = strings.TrimSuffix(l, "\n")
-					}
-					if _, err := c.Write([]byte(reply(lines[0]) + "\n")); err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	return ln.Addr().String()
-}
 
 // notLeader fakes a cluster follower: it answers ping, and refuses
 // anything else with error_not_leader naming leader.
@@ -67,12 +18,12 @@ func notLeader(t *testing.T, leader string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lineServer(t, ln, func(cmd string) string {
+	return testserver.StartFake(t, ln, func(cmd, _, _ string) string {
 		if cmd == "ping" {
 			return "ok"
 		}
 		return "error_not_leader " + leader
-	})
+	}).Addr()
 }
 
 // TestTLSOptions runs the TLS options against a TLS listener of crypto/tls
@@ -84,12 +35,12 @@ func TestTLSOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lineServer(t, ln, func(cmd string) string {
+	addr := testserver.StartFake(t, ln, func(cmd, _, _ string) string {
 		if cmd == "incr" {
 			return "ok 1"
 		}
 		return "ok"
-	})
+	}).Addr()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	os.WriteFile(ca, cert.CertPEM, 0o600)

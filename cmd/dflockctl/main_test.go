@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,24 +56,6 @@ func command(env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// syncBuffer collects a child's output while the test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type result struct {
 	stdout, stderr string
 	code           int
@@ -90,8 +70,8 @@ func wait(t *testing.T, cmd *exec.Cmd) result {
 		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return result{
-		stdout: cmd.Stdout.(*syncBuffer).String(),
-		stderr: cmd.Stderr.(*syncBuffer).String(),
+		stdout: cmd.Stdout.(*testserver.Output).String(),
+		stderr: cmd.Stderr.(*testserver.Output).String(),
 		code:   exitStatus(cmd.ProcessState),
 	}
 }
@@ -100,7 +80,7 @@ func wait(t *testing.T, cmd *exec.Cmd) result {
 func start(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := command(env, args...)
-	cmd.Stdout, cmd.Stderr = new(syncBuffer), new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = new(testserver.Output), new(testserver.Output)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -175,23 +175,11 @@ func (p *prompt) do(line string) (quit bool) {
 		}
 		return false
 	}
-	key, arg := "_", ""
-	if len(words) > 1 {
-		key = words[1]
+	// Anything else is a raw request; "--" keeps words such as -5 from
+	// being read as options.
+	if code := commands["raw"].run(p.sub, &g, append([]string{"--"}, words...)); code != exitOK {
+		fmt.Fprintf(p.out, "(exit %d)\n", code)
 	}
-	if len(words) > 2 {
-		arg = strings.Join(words[2:], " ")
-	}
-	conn, err := p.sub.shared.Conn(context.Background(), key)
-	if err == nil {
-		p.attach(conn)
-		var reply string
-		if reply, err = conn.Do(words[0], key, arg); err == nil {
-			fmt.Fprintln(p.out, reply)
-			return false
-		}
-	}
-	fmt.Fprintf(p.out, "(error) %v\n", err)
 	return false
 }
 

@@ -21,7 +21,7 @@ import (
 type terminal struct {
 	t    *testing.T
 	f    *os.File
-	out  *syncBuffer
+	out  *testserver.Output
 	seen int // bytes of out already matched
 }
 
@@ -62,7 +62,7 @@ func TestInteractivePrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tm := &terminal{t: t, f: f, out: new(syncBuffer)}
+	tm := &terminal{t: t, f: f, out: new(testserver.Output)}
 	go io.Copy(tm.out, f)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -127,7 +127,7 @@ func TestInteractivePrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f2.Close()
-	tm = &terminal{t: t, f: f2, out: new(syncBuffer)}
+	tm = &terminal{t: t, f: f2, out: new(testserver.Output)}
 	go io.Copy(tm.out, f2)
 	tm.expect(prompt)
 	tm.send("\x1b[A")

@@ -122,24 +122,18 @@ var subscribeCommands = map[string]string{"listen": "listen", "watch": "watch", 
 // function; render gives an event's text and JSON forms.
 func stream[T any](c *cli, g *globals, name string, patterns []string, sf streamFlags,
 	attach func(*client.Conn) (<-chan T, func(string) error), render func(T) (string, any)) int {
-	s, code := c.open(name, g)
-	if s == nil {
+	a, code := c.begin(name, g, patterns[0])
+	if a == nil {
 		return code
 	}
-	defer s.close()
-	ctx, caught, stop := signalContext()
-	defer stop()
-	conn, code := s.conn(ctx, patterns[0])
-	if conn == nil {
-		return c.interrupted(caught, code)
-	}
+	defer a.end()
 	if c.shared != nil {
-		return c.subscribeOnly(s, conn.WithContext(ctx), name, patterns, sf.group)
+		return c.subscribeOnly(a, name, patterns, sf.group)
 	}
-	events, subscribe := attach(conn.WithContext(ctx))
+	events, subscribe := attach(a.conn)
 	for _, p := range patterns {
 		if err := subscribe(p); err != nil {
-			return s.fail(err)
+			return a.failed(err)
 		}
 	}
 	var deadline <-chan time.Time
@@ -152,7 +146,7 @@ func stream[T any](c *cli, g *globals, name string, patterns []string, sf stream
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return c.fail(exitFailure, "%s: connection ended: %v", name, conn.Err())
+				return c.fail(exitFailure, "%s: connection ended: %v", name, a.conn.Err())
 			}
 			text, obj := render(ev)
 			c.emit(g, text, obj)
@@ -161,8 +155,8 @@ func stream[T any](c *cli, g *globals, name string, patterns []string, sf stream
 				return c.fail(exitBusy, "%s: %d of %d events before the timeout", name, n, sf.count)
 			}
 			return exitOK
-		case <-ctx.Done():
-			return c.interrupted(caught, exitFailure)
+		case <-a.ctx.Done():
+			return c.interrupted(a.caught, exitFailure)
 		}
 	}
 	return exitOK
@@ -170,11 +164,11 @@ func stream[T any](c *cli, g *globals, name string, patterns []string, sf stream
 
 // subscribeOnly is a streaming command inside the prompt: it subscribes
 // and returns; the prompt prints the pushes as they come.
-func (c *cli) subscribeOnly(s *session, conn *client.Conn, name string, patterns []string, group string) int {
+func (c *cli) subscribeOnly(a *attempt, name string, patterns []string, group string) int {
 	for _, p := range patterns {
-		reply, err := conn.Do(subscribeCommands[name], p, group)
+		reply, err := a.conn.Do(subscribeCommands[name], p, group)
 		if err != nil {
-			return s.fail(err)
+			return a.failed(err)
 		}
 		if reply != "ok" {
 			return c.fail(exitFailure, "%s %s: server replied %s", name, p, reply)

@@ -118,26 +118,59 @@ type outcome struct {
 	note string
 }
 
+// attempt is a command's connection to key's server, under a context
+// that a stop signal (SIGINT, SIGTERM, …) cancels.
+type attempt struct {
+	s      *session
+	conn   *client.Conn // bound to ctx
+	ctx    context.Context
+	caught <-chan os.Signal
+	stop   func()
+}
+
+// begin opens a session and key's connection; on failure it reports why
+// and returns the exit code. end undoes it.
+func (c *cli) begin(name string, g *globals, key string) (*attempt, int) {
+	s, code := c.open(name, g)
+	if s == nil {
+		return nil, code
+	}
+	ctx, caught, stop := signalContext()
+	conn, code := s.conn(ctx, key)
+	if conn == nil {
+		code = c.interrupted(caught, code)
+		stop()
+		s.close()
+		return nil, code
+	}
+	return &attempt{s: s, conn: conn.WithContext(ctx), ctx: ctx, caught: caught, stop: stop}, 0
+}
+
+func (a *attempt) end() {
+	a.stop()
+	a.s.close()
+}
+
+// failed returns the exit code for err: the signal's if one ended the
+// request, else the server failure's.
+func (a *attempt) failed(err error) int {
+	if a.ctx.Err() != nil {
+		return a.s.c.interrupted(a.caught, exitFailure)
+	}
+	return a.s.fail(err)
+}
+
 // simple runs a command that sends requests on key's connection and
 // prints their result.
 func (c *cli) simple(name string, g *globals, key string, do func(conn *client.Conn) (outcome, error)) int {
-	s, code := c.open(name, g)
-	if s == nil {
+	a, code := c.begin(name, g, key)
+	if a == nil {
 		return code
 	}
-	defer s.close()
-	ctx, caught, stop := signalContext()
-	defer stop()
-	conn, code := s.conn(ctx, key)
-	if conn == nil {
-		return c.interrupted(caught, code)
-	}
-	r, err := do(conn.WithContext(ctx))
+	defer a.end()
+	r, err := do(a.conn)
 	if err != nil {
-		if ctx.Err() != nil {
-			return c.interrupted(caught, exitFailure)
-		}
-		return s.fail(err)
+		return a.failed(err)
 	}
 	c.emit(g, r.text, r.obj)
 	if r.note != "" {

@@ -9,8 +9,6 @@
 package testserver
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -75,7 +73,7 @@ func Binary() (string, error) {
 type Server struct {
 	addr string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *Output
 	done chan struct{} // closed when the process has exited
 }
 
@@ -123,7 +121,7 @@ func start(bin string, args []string) (*Server, error) {
 	}
 	s := &Server{
 		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		log:  new(syncBuffer),
+		log:  new(Output),
 		done: make(chan struct{}),
 	}
 	argv := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--shutdown-timeout", "1"}, args...)
@@ -213,29 +211,4 @@ func (s *Server) Stop() error {
 func (s *Server) Kill() {
 	s.cmd.Process.Kill()
 	<-s.done
-}
-
-// Dial opens a raw TCP connection to the server, for tests that speak the
-// protocol by hand.
-func (s *Server) Dial(ctx context.Context) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, "tcp", s.addr)
-}
-
-// syncBuffer collects the process's output while tests may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
