@@ -39,17 +39,10 @@ func wantErr(t *testing.T, err, target error, what string) {
 	}
 }
 
-// eventually polls cond until it holds; the deadline only matters when the
-// test is failing.
+// eventually polls cond until it holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testserver.Eventually(t, what, cond)
 }
 
 // receive returns the next value from ch, failing the test if none comes

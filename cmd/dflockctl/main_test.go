@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
@@ -119,17 +118,10 @@ func sh(t *testing.T, script string, env ...string) string {
 	return string(out)
 }
 
-// waitFor polls cond until it holds; the deadline is generous because it
-// only matters when the test is failing anyway.
+// waitFor polls cond until it holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testserver.Eventually(t, what, cond)
 }
 
 func exists(path string) bool {

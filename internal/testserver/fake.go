@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Fake is a tiny line-protocol server for what the real one cannot do
@@ -80,6 +81,19 @@ func (f *Fake) Requests() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.reqs...)
+}
+
+// Eventually polls cond until it holds, failing the test after a
+// generous deadline, which only matters when the test fails anyway.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Output collects a process's output while a test may read it.
