@@ -263,6 +263,50 @@ func statsNumber(t *testing.T, c *client.Conn, field string) int {
 	return n
 }
 
+// TestDraining: a server shutting down refuses new requests with
+// error_draining, which is ErrDraining and, for callers that only know
+// dflockd's errors, ErrServer.
+func TestDraining(t *testing.T) {
+	srv := testserver.Start(t, "--shutdown-timeout", "5")
+	c, holder := dial(t, srv.Addr()), dial(t, srv.Addr())
+	// A held lock keeps the server draining instead of exiting at once.
+	_, _, err := client.Acquire(holder, "k", 0)
+	must(t, err)
+	must(t, client.Ping(c))
+	srv.Terminate()
+	var last error
+	eventually(t, "the drain to start", func() bool {
+		_, last = client.Incr(c, "n", 1)
+		return last != nil
+	})
+	if !errors.Is(last, client.ErrDraining) || !errors.Is(last, client.ErrServer) {
+		t.Fatalf("request while draining = %v, want ErrDraining matching ErrServer", last)
+	}
+}
+
+// TestCustomShardFunc: the high-level types place a key with ShardFunc.
+func TestCustomShardFunc(t *testing.T) {
+	a, b := testserver.Start(t), testserver.Start(t)
+	last := func(_ string, n int) int { return n - 1 }
+	l := &client.Lock{Key: "k", Servers: []string{a.Addr(), b.Addr()}, ShardFunc: last}
+	if ok, err := l.Acquire(context.Background()); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	defer l.Release(context.Background())
+	_, _, err := client.Acquire(dial(t, b.Addr()), "k", 0)
+	wantErr(t, err, client.ErrTimeout, "Acquire on the server ShardFunc picked")
+	if _, _, err := client.Acquire(dial(t, a.Addr()), "k", 0); err != nil {
+		t.Fatalf("the other server has the lock too: %v", err)
+	}
+	cl := &client.Client{Servers: []string{a.Addr(), b.Addr()}, ShardFunc: last}
+	defer cl.Close()
+	c, err := cl.Conn(ctxTimeout(t, 10*time.Second), "anything")
+	must(t, err)
+	if c.Addr() != b.Addr() {
+		t.Fatalf("Client put the key on %s, want %s", c.Addr(), b.Addr())
+	}
+}
+
 func TestFenceFromToken(t *testing.T) {
 	if f, err := client.FenceFromToken("00000000000000ff0123456789abcdef"); err != nil || f != 255 {
 		t.Fatalf("FenceFromToken = %d, %v", f, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,6 +48,25 @@ func TestLockAgainstRealServer(t *testing.T) {
 			}
 			prev = e
 		}
+	})
+
+	t.Run("semaphore with --limit", func(t *testing.T) {
+		dir := t.TempDir()
+		stop := filepath.Join(dir, "stop")
+		hold := `touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
+		var holders []*exec.Cmd
+		for i := range 2 {
+			ready := filepath.Join(dir, strconv.Itoa(i))
+			holders = append(holders, start(t, env, "lock", "pool", "--limit", "2", "--", "sh", "-c", hold, "sh", ready, stop))
+			waitFor(t, "holder "+strconv.Itoa(i), func() bool { return exists(ready) })
+		}
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "2", "--timeout", "0", "--", "true"), exitBusy, "third holder of two slots")
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "3", "--", "true"), exitFailure, "another limit")
+		os.WriteFile(stop, nil, 0o644)
+		for _, h := range holders {
+			expectCode(t, wait(t, h), 0, "holder")
+		}
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "2", "--timeout", "0", "--", "true"), 0, "a slot after the holders left")
 	})
 
 	t.Run("lease renewed and exit status passed", func(t *testing.T) {

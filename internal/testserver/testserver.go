@@ -207,6 +207,10 @@ func (s *Server) Stop() error {
 	}
 }
 
+// Terminate sends SIGTERM and returns at once: the server drains (it
+// answers new requests with error_draining) for up to its shutdown timeout.
+func (s *Server) Terminate() { s.cmd.Process.Signal(syscall.SIGTERM) }
+
 // Kill kills the process at once, as a crash would, and waits for it.
 func (s *Server) Kill() {
 	s.cmd.Process.Kill()
