@@ -26,6 +26,7 @@ func follower(t *testing.T, leader string) *testserver.Fake {
 }
 
 func TestClusterFollowsRedirectToListedLeader(t *testing.T) {
+	t.Parallel()
 	leader := testserver.Start(t)
 	f := follower(t, leader.Addr())
 	d := client.Dialer{Members: []string{f.Addr(), leader.Addr()}}
@@ -54,6 +55,7 @@ func TestClusterFollowsRedirectToListedLeader(t *testing.T) {
 }
 
 func TestClusterRedirectOnlyToMembers(t *testing.T) {
+	t.Parallel()
 	leader := testserver.Start(t)
 	f := follower(t, leader.Addr())
 	d := client.Dialer{Members: []string{f.Addr()}} // the leader is not listed
@@ -79,6 +81,7 @@ func TestClusterRedirectOnlyToMembers(t *testing.T) {
 }
 
 func TestClusterRedirectBudget(t *testing.T) {
+	t.Parallel()
 	leader := testserver.Start(t)
 	// A chain of followers, each naming the next as leader.
 	f3 := follower(t, leader.Addr())
@@ -109,6 +112,7 @@ func TestClusterRedirectBudget(t *testing.T) {
 }
 
 func TestClusterUnknownLeaderTriesNextMember(t *testing.T) {
+	t.Parallel()
 	leader := testserver.Start(t)
 	lost := follower(t, "") // knows no leader
 	d := client.Dialer{Members: []string{lost.Addr(), leader.Addr()}}
@@ -126,6 +130,7 @@ func TestClusterUnknownLeaderTriesNextMember(t *testing.T) {
 // TestClusterLockRenewsThroughRedirect: a Lock in cluster mode acquires
 // through a follower and keeps renewing on the leader.
 func TestClusterLockRenewsThroughRedirect(t *testing.T) {
+	t.Parallel()
 	leader := testserver.Start(t)
 	f := follower(t, leader.Addr())
 	l := &client.Lock{Key: "job", LeaseTTL: 1, Dialer: &client.Dialer{Members: []string{f.Addr(), leader.Addr()}}}

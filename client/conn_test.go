@@ -19,6 +19,7 @@ import (
 // are exactly 1..N. A reply handed to the wrong request would repeat or
 // skip a value.
 func TestPipelinedRepliesMatchRequests(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c := dial(t, srv.Addr())
 	const workers, each = 8, 200
@@ -52,6 +53,7 @@ func TestPipelinedRepliesMatchRequests(t *testing.T) {
 }
 
 func TestWithContextCancelsABlockedRequest(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	holder, c, probe := dial(t, srv.Addr()), dial(t, srv.Addr()), dial(t, srv.Addr())
 	_, _, err := client.Acquire(holder, "k", 0)
@@ -82,6 +84,7 @@ func TestWithContextCancelsABlockedRequest(t *testing.T) {
 }
 
 func TestReplyTimeoutGivesUpASilentServer(t *testing.T) {
+	t.Parallel()
 	silent := testserver.StartFake(t, nil, func(string, string, string) string {
 		<-t.Context().Done() // answers only when the test is over
 		return "ok"
@@ -100,6 +103,7 @@ func TestReplyTimeoutGivesUpASilentServer(t *testing.T) {
 // TestKeepAlive: the server drops a connection silent for its read timeout
 // (1 s here); pings every 300 ms keep a subscriber alive past it.
 func TestKeepAlive(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t, "--read-timeout", "1")
 	pinged := client.Dialer{KeepAlive: 300 * time.Millisecond}
 	silent := client.Dialer{KeepAlive: -1}
@@ -132,6 +136,7 @@ func TestKeepAlive(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t, "--auth-token", "s3cret")
 	ctx := ctxTimeout(t, 10*time.Second)
 	good := client.Dialer{AuthToken: "s3cret"}
@@ -174,6 +179,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestDoStatsPing(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c := dial(t, srv.Addr())
 	if r, err := c.Do("incr", "x", "5"); err != nil || r != "ok 5" {
@@ -200,6 +206,7 @@ func TestDoStatsPing(t *testing.T) {
 }
 
 func TestClientSharesAndRedials(t *testing.T) {
+	t.Parallel()
 	a, b := testserver.Start(t), testserver.Start(t)
 	cl := &client.Client{Servers: []string{a.Addr(), b.Addr()}}
 	defer cl.Close()
@@ -267,6 +274,7 @@ func statsNumber(t *testing.T, c *client.Conn, field string) int {
 // error_draining, which is ErrDraining and, for callers that only know
 // dflockd's errors, ErrServer.
 func TestDraining(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t, "--shutdown-timeout", "5")
 	c, holder := dial(t, srv.Addr()), dial(t, srv.Addr())
 	// A held lock keeps the server draining instead of exiting at once.
@@ -286,6 +294,7 @@ func TestDraining(t *testing.T) {
 
 // TestCustomShardFunc: the high-level types place a key with ShardFunc.
 func TestCustomShardFunc(t *testing.T) {
+	t.Parallel()
 	a, b := testserver.Start(t), testserver.Start(t)
 	last := func(_ string, n int) int { return n - 1 }
 	l := &client.Lock{Key: "k", Servers: []string{a.Addr(), b.Addr()}, ShardFunc: last}
@@ -308,6 +317,7 @@ func TestCustomShardFunc(t *testing.T) {
 }
 
 func TestFenceFromToken(t *testing.T) {
+	t.Parallel()
 	if f, err := client.FenceFromToken("00000000000000ff0123456789abcdef"); err != nil || f != 255 {
 		t.Fatalf("FenceFromToken = %d, %v", f, err)
 	}

@@ -17,6 +17,7 @@ var profiles = []struct {
 }{{"v2", nil}, {"rf", []string{"--compat=rf"}}}
 
 func TestLockFunctions(t *testing.T) {
+	t.Parallel()
 	for _, p := range profiles {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
@@ -95,6 +96,7 @@ func TestLockFunctions(t *testing.T) {
 }
 
 func TestSemaphoreFunctions(t *testing.T) {
+	t.Parallel()
 	for _, p := range profiles {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
@@ -140,6 +142,7 @@ func TestSemaphoreFunctions(t *testing.T) {
 }
 
 func TestRWLockFunctions(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	r1, r2, w := dial(t, srv.Addr()), dial(t, srv.Addr()), dial(t, srv.Addr())
 	rt1, _, _, err := client.RLock(r1, "doc", 0)
@@ -186,6 +189,7 @@ func TestRWLockFunctions(t *testing.T) {
 }
 
 func TestInvalidArgumentsAreNotSent(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c := dial(t, srv.Addr())
 	for _, key := range []string{"", "a b", "a\tb", "a\nb"} {

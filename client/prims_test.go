@@ -11,6 +11,7 @@ import (
 )
 
 func TestCounters(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c := dial(t, srv.Addr())
 	if v, err := client.GetCounter(c, "hits"); err != nil || v != 0 {
@@ -34,6 +35,7 @@ func TestCounters(t *testing.T) {
 }
 
 func TestKV(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c := dial(t, srv.Addr())
 	_, err := client.KVGet(c, "cfg")
@@ -67,6 +69,7 @@ func TestKV(t *testing.T) {
 }
 
 func TestLists(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	c, popper := dial(t, srv.Addr()), dial(t, srv.Addr())
 	if n, err := client.RPush(c, "q", "b c"); err != nil || n != 1 {
@@ -118,6 +121,7 @@ func TestLists(t *testing.T) {
 }
 
 func TestBarrierWait(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	addr := srv.Addr()
 	results := make(chan bool, 3)
@@ -145,6 +149,7 @@ func TestBarrierWait(t *testing.T) {
 }
 
 func TestSignals(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	sub := client.NewSignalConn(dial(t, srv.Addr()))
 	g1 := client.NewSignalConn(dial(t, srv.Addr()))
@@ -194,6 +199,7 @@ func TestSignals(t *testing.T) {
 }
 
 func TestPushBufferOverflowIsCounted(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	d := client.Dialer{PushBuffer: 2}
 	c, err := d.Dial(ctxTimeout(t, 10*time.Second), srv.Addr())
@@ -212,6 +218,7 @@ func TestPushBufferOverflowIsCounted(t *testing.T) {
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	wc := client.NewWatchConn(dial(t, srv.Addr()))
 	c := dial(t, srv.Addr())
@@ -238,6 +245,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestLeaderConn(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	a := client.NewLeaderConn(dial(t, srv.Addr()))
 	b := client.NewLeaderConn(dial(t, srv.Addr()))

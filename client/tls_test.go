@@ -16,6 +16,7 @@ import (
 // TestTLSWithFakeServer runs the client's TLS code against a TLS listener
 // of crypto/tls, since the server has no TLS yet.
 func TestTLSWithFakeServer(t *testing.T) {
+	t.Parallel()
 	cert := testserver.NewCert(t)
 	pool := cert.Pool
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
@@ -70,6 +71,7 @@ func TestTLSWithFakeServer(t *testing.T) {
 // TestTLSWithRealServer runs once the server accepts --tls-cert; until
 // then it skips, saying so.
 func TestTLSWithRealServer(t *testing.T) {
+	t.Parallel()
 	cert := testserver.NewCert(t)
 	pool := cert.Pool
 	dir := t.TempDir()

@@ -146,9 +146,11 @@ func TestSignalAndListen(t *testing.T) {
 		return subscribers(t, probe, "signal_channels", "orders.*") == 1 && subscribers(t, probe, "signal_channels", "orders.>") == 1
 	})
 	expectOut(t, ctl(t, srv, "signal", "orders.new", "id", "42"), 0, "2\n", "signal to a listener and a group")
+	expectOut(t, wait(t, jsonListener), 0, `{"channel":"orders.new","payload":"id 42"}`+"\n", "listen --json --group")
+	// Its subscription ends with its connection.
+	waitFor(t, "the group listener to leave", func() bool { return subscribers(t, probe, "signal_channels", "orders.>") == 0 })
 	expectOut(t, ctl(t, srv, "signal", "orders.old", "x", "--json"), 0, `{"receivers":1}`+"\n", "signal --json")
 	expectOut(t, wait(t, listener), 0, "orders.new id 42\norders.old x\n", "listen --count 2")
-	expectOut(t, wait(t, jsonListener), 0, `{"channel":"orders.new","payload":"id 42"}`+"\n", "listen --json --group")
 	expectOut(t, ctl(t, srv, "signal", "nobody", "x"), 0, "0\n", "signal without listeners")
 	r := ctl(t, srv, "listen", "quiet", "--count", "1", "--timeout", "0.5")
 	expectOut(t, r, exitBusy, "", "listen whose count is not reached in time")
@@ -312,6 +314,7 @@ func TestShardsAndCluster(t *testing.T) {
 // TestExitCodesDocumented: every exit code of exitcode.go has a row in the
 // README's table.
 func TestExitCodesDocumented(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

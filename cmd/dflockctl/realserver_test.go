@@ -18,6 +18,7 @@ import (
 // binary, so the lock tests also hold against the real server, not only
 // the fake.
 func TestLockAgainstRealServer(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(t)
 	env := srv.Env()
 
