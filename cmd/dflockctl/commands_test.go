@@ -269,6 +269,8 @@ func TestGlobalOptionsEitherSide(t *testing.T) {
 			t.Fatalf("%q: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 	}
+	// The command line of issue #13: options before "lock".
+	expectCode(t, run(t, nil, "--server", addr, "--auth-token", "s3cret", "lock", "k", "--", "true"), 0, "options before lock")
 	tokenFile := writeFile(t, t.TempDir(), "token", "s3cret\n")
 	expectOut(t, run(t, nil, "--auth-token-file", tokenFile, "ping", "--server", addr), 0, "ok\n", "token file before, server after")
 	expectCode(t, run(t, nil, "ping", "--server", addr), exitNoPerm, "no token")
