@@ -80,7 +80,7 @@ func TestTLSWithRealServer(t *testing.T) {
 	must(t, os.WriteFile(keyFile, cert.KeyPEM, 0o600))
 	srv, err := testserver.TryStart(t, "--tls-cert", certFile, "--tls-key", keyFile, "--auth-token", "s3cret")
 	if err != nil {
-		t.Skipf("dflockd-ng does not serve TLS yet (it refuses --tls-cert at startup); the client's TLS code is covered by TestTLSWithFakeServer. Server said: %.200s", err)
+		t.Skipf("dflockd-ng does not serve TLS yet (it refuses --tls-cert at startup); the client's TLS code is covered by TestTLSWithFakeServer. Server said: %.300s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	d := client.Dialer{TLSConfig: &tls.Config{RootCAs: pool}, AuthToken: "s3cret"}
 	c, err := d.Dial(ctxTimeout(t, 10*time.Second), srv.Addr())
