@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,40 +62,50 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
-func TestEndpointConfig(t *testing.T) {
+func TestGlobalsResolve(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := writeFile(t, dir, "tok", " from-file\n")
 	envFile := writeFile(t, dir, "envtok", "from-env-file\r\n")
 	emptyFile := writeFile(t, dir, "empty", "\n")
 	tests := []struct {
 		name      string
-		flags     endpointFlags
+		flags     globals
 		env       map[string]string
 		addr, tok string
+		members   bool
 		wantErr   bool
 	}{
 		{name: "defaults", addr: "127.0.0.1:6388"},
 		{name: "env host and port", env: map[string]string{envHost: "db1", envPort: "7000"}, addr: "db1:7000"},
-		{name: "flag beats env", flags: endpointFlags{server: "db2:7001"}, env: map[string]string{envHost: "db1", envPort: "7000"}, addr: "db2:7001"},
-		{name: "flag host only", flags: endpointFlags{server: "db2"}, addr: "db2:6388"},
-		{name: "ipv6", flags: endpointFlags{server: "::1"}, addr: "[::1]:6388"},
-		{name: "ipv6 with port", flags: endpointFlags{server: "[::1]:7"}, addr: "[::1]:7"},
+		{name: "flag beats env", flags: globals{server: "db2:7001"}, env: map[string]string{envHost: "db1", envPort: "7000"}, addr: "db2:7001"},
+		{name: "flag host only", flags: globals{server: "db2"}, addr: "db2:6388"},
+		{name: "ipv6", flags: globals{server: "::1"}, addr: "[::1]:6388"},
+		{name: "ipv6 with port", flags: globals{server: "[::1]:7"}, addr: "[::1]:7"},
 		{name: "bad port", env: map[string]string{envPort: "http"}, wantErr: true},
-		{name: "token flag first", flags: endpointFlags{token: " a ", tokenFile: tokenFile}, env: map[string]string{envAuthToken: "b"}, addr: "127.0.0.1:6388", tok: "a"},
-		{name: "token file flag second", flags: endpointFlags{tokenFile: tokenFile}, env: map[string]string{envAuthToken: "b"}, addr: "127.0.0.1:6388", tok: "from-file"},
+		{name: "token flag first", flags: globals{token: " a ", tokenFile: tokenFile}, env: map[string]string{envAuthToken: "b"}, addr: "127.0.0.1:6388", tok: "a"},
+		{name: "token file flag second", flags: globals{tokenFile: tokenFile}, env: map[string]string{envAuthToken: "b"}, addr: "127.0.0.1:6388", tok: "from-file"},
 		{name: "env token third", env: map[string]string{envAuthToken: "b", envAuthTokenFile: envFile}, addr: "127.0.0.1:6388", tok: "b"},
 		{name: "env token file last", env: map[string]string{envAuthTokenFile: envFile}, addr: "127.0.0.1:6388", tok: "from-env-file"},
-		{name: "empty token file", flags: endpointFlags{tokenFile: emptyFile}, wantErr: true},
+		{name: "empty token file", flags: globals{tokenFile: emptyFile}, wantErr: true},
 		{name: "missing token file", env: map[string]string{envAuthTokenFile: dir + "/nope"}, wantErr: true},
+		{name: "shards", flags: globals{server: "a:1, b"}, addr: "a:1,b:6388"},
+		{name: "cluster", flags: globals{server: "a:1,b:2", cluster: true}, addr: "a:1,b:2", members: true},
+		{name: "bad port in list", flags: globals{server: "a:1,b:x"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := tt.flags.config(func(k string) string { return tt.env[k] })
+			s, err := tt.flags.resolve(func(k string) string { return tt.env[k] })
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if err == nil && (cfg.Addr != tt.addr || cfg.AuthToken != tt.tok) {
-				t.Errorf("got %q %q, want %q %q", cfg.Addr, cfg.AuthToken, tt.addr, tt.tok)
+			if err != nil {
+				return
+			}
+			if addr := strings.Join(s.servers, ","); addr != tt.addr || s.dialer.AuthToken != tt.tok {
+				t.Errorf("got %q %q, want %q %q", addr, s.dialer.AuthToken, tt.addr, tt.tok)
+			}
+			if (len(s.dialer.Members) > 0) != tt.members {
+				t.Errorf("members %q, want cluster mode %v", s.dialer.Members, tt.members)
 			}
 		})
 	}

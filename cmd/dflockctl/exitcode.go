@@ -9,11 +9,12 @@ const (
 	exitFailure = 1 // I/O error, unexpected server reply, lease-independent failures
 	exitUsage   = 2 // bad command line (like flag and most Unix tools)
 
-	exitStatusFree  = 3 // file status: no lock file
-	exitStatusStale = 4 // file status: a lock file exists but is stale
+	exitAbsent      = 3          // kv get, list pop: no value
+	exitStatusFree  = exitAbsent // file status: no lock file
+	exitStatusStale = 4          // file status: a lock file exists but is stale
 
 	exitUnavailable = 69 // EX_UNAVAILABLE: cannot connect to the server
-	exitBusy        = 75 // EX_TEMPFAIL: lock held by someone else / wait timed out
+	exitBusy        = 75 // EX_TEMPFAIL: lock held by someone else, a wait timed out, a kv cas conflict
 	exitNoPerm      = 77 // EX_NOPERM: file release of a lock that is not ours; server auth rejected
 
 	exitCannotRun = 126 // lock: CMD found but could not be started (shell convention)

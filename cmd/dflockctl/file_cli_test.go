@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // seedPython is the parsing example from the protocol specification,
@@ -242,7 +244,7 @@ func TestFileAcquireInterrupted(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "i.lock")
 	expectCode(t, run(t, nil, "file", "try", lock, "--pid", "1", "--tag", "first"), exitOK, "try")
 	cmd := start(t, nil, "file", "acquire", lock, "--verbose")
-	stderr := cmd.Stderr.(*syncBuffer)
+	stderr := cmd.Stderr.(*testserver.Output)
 	waitFor(t, "the waiting message", func() bool { return strings.Contains(stderr.String(), "waiting for") })
 	if !strings.Contains(stderr.String(), `pid 1, tag "first"`) {
 		t.Errorf("waiting message %q does not name the holder", stderr)

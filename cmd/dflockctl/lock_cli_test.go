@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/cmd/dflockctl/client"
+	"github.com/dflockd-ng/dflockd/client"
 	"github.com/dflockd-ng/dflockd/cmd/dflockctl/internal/fakedflockd"
 )
 
@@ -31,9 +32,10 @@ func fakeServer(t *testing.T, o fakedflockd.Options) (*fakedflockd.Server, []str
 	return s, []string{envHost + "=" + host, envPort + "=" + port}
 }
 
-func testClient(t *testing.T, s *fakedflockd.Server, token string) *client.Client {
+func testClient(t *testing.T, s *fakedflockd.Server, token string) *client.Conn {
 	t.Helper()
-	c, err := client.Dial(context.Background(), client.Config{Addr: s.Addr(), AuthToken: token})
+	d := client.Dialer{AuthToken: token}
+	c, err := d.Dial(context.Background(), s.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +92,26 @@ func TestLockNoOverlap(t *testing.T) {
 	}
 }
 
+// TestFakeLeaseExpiresWithoutRenew is a control for the renewal test: the
+// fake really hands the lock on when nobody renews.
+func TestFakeLeaseExpiresWithoutRenew(t *testing.T) {
+	s, _ := fakeServer(t, fakedflockd.Options{})
+	a, b := testClient(t, s, ""), testClient(t, s, "")
+	tok, _, err := client.Acquire(a, "k", 0, client.WithLeaseTTL(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := client.Acquire(b, "k", 10*time.Second, client.WithLeaseTTL(1)); err != nil {
+		t.Fatalf("waiter not granted after the 1 s lease ran out: %v", err)
+	}
+	if _, err := client.Renew(a, "k", tok, client.WithLeaseTTL(1)); !errors.Is(err, client.ErrServer) {
+		t.Fatalf("renew of the expired lease = %v, want a server error", err)
+	}
+}
+
 // TestLockRenewsLease holds a 2 s lease for a command that runs much
 // longer; without renewal the fake hands the lock on after 2 s (see
-// client.TestLeaseExpiresWithoutRenew), so try-locks must keep failing.
+// TestFakeLeaseExpiresWithoutRenew), so try-locks must keep failing.
 func TestLockRenewsLease(t *testing.T) {
 	s, env := fakeServer(t, fakedflockd.Options{})
 	dir := t.TempDir()
@@ -106,7 +125,7 @@ func TestLockRenewsLease(t *testing.T) {
 	until := time.Now().Add(6 * time.Second)
 	probes := 0
 	for time.Now().Before(until) {
-		if _, err := probe.Lock(context.Background(), "k", 0, 0); !errors.Is(err, client.ErrTimeout) {
+		if _, _, err := client.Acquire(probe, "k", 0); !errors.Is(err, client.ErrTimeout) {
 			t.Fatalf("try-lock while the command runs = %v, want timeout (lease not renewed)", err)
 		}
 		probes++
@@ -156,7 +175,7 @@ func TestLockExitStatus(t *testing.T) {
 
 func TestLockTimeout(t *testing.T) {
 	s, env := fakeServer(t, fakedflockd.Options{})
-	if _, err := testClient(t, s, "").Lock(context.Background(), "k", 0, 0); err != nil {
+	if _, _, err := client.Acquire(testClient(t, s, ""), "k", 0); err != nil {
 		t.Fatal(err)
 	}
 	ran := filepath.Join(t.TempDir(), "ran")
@@ -221,7 +240,7 @@ func TestLockForwardsSignals(t *testing.T) {
 
 func TestLockSignalWhileWaiting(t *testing.T) {
 	s, env := fakeServer(t, fakedflockd.Options{})
-	if _, err := testClient(t, s, "").Lock(context.Background(), "k", 0, 0); err != nil {
+	if _, _, err := client.Acquire(testClient(t, s, ""), "k", 0); err != nil {
 		t.Fatal(err)
 	}
 	ran := filepath.Join(t.TempDir(), "ran")
@@ -329,11 +348,16 @@ func TestLockUsageErrors(t *testing.T) {
 
 func TestStatsAndPing(t *testing.T) {
 	s, env := fakeServer(t, fakedflockd.Options{})
-	if _, err := testClient(t, s, "").Lock(context.Background(), "busy", 0, 0); err != nil {
+	if _, _, err := client.Acquire(testClient(t, s, ""), "busy", 0); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, env, "stats")
 	expectCode(t, r, 0, "stats")
+	if !strings.Contains(r.stdout, "\nlocks:\n") || !regexp.MustCompile(`(?m)^  busy +[0-9.]+ +1 +0$`).MatchString(r.stdout) {
+		t.Fatalf("stats table %q lacks the lock busy (owner 1, no waiters)", r.stdout)
+	}
+	r = run(t, env, "stats", "--json")
+	expectCode(t, r, 0, "stats --json")
 	var doc struct {
 		Locks []struct{ Key string }
 	}

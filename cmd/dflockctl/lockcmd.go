@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/cmd/dflockctl/client"
+	"github.com/dflockd-ng/dflockd/client"
 )
 
-// Defaults of "lock".
+// Defaults of "lock" and "elect".
 const (
 	// defaultLockTimeout matches dflockd's own client libraries.
 	defaultLockTimeout = 10
@@ -34,41 +34,126 @@ const (
 
 const lockUsage = `usage: dflockctl lock KEY [options] [--] CMD [ARG...]
 
-Acquire KEY on a dflockd server, run CMD with the lock held (renewing its
-lease in the background), release it when CMD exits, and exit with CMD's
-status (128+N if CMD died of signal N). SIGINT, SIGTERM, SIGHUP and SIGQUIT
-are forwarded to CMD. CMD gets DFLOCKCTL_KEY, DFLOCKCTL_TOKEN and
+Acquire KEY on a dflockd server (with --limit N, one of N slots of the
+semaphore KEY), run CMD with the lock held (renewing its lease in the
+background), release it when CMD exits, and exit with CMD's status (128+N
+if CMD died of signal N). SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+forwarded to CMD. CMD gets DFLOCKCTL_KEY, DFLOCKCTL_TOKEN and
 DFLOCKCTL_LEASE in its environment.
 
 Exit codes before CMD runs: 75 lock wait timed out, 69 server unreachable,
 77 auth rejected, 127 CMD not found, 126 CMD not runnable, 2 usage, 1 other.
-
-options:
 `
 
+const electUsage = `usage: dflockctl elect NAME [options] [--] CMD [ARG...]
+
+Campaign in the election NAME, run CMD while leader (renewing the
+leadership in the background), resign when CMD exits, and exit with CMD's
+status. Observers ("dflockctl observe NAME") see elected, then resigned.
+Signals, environment and exit codes as for lock.
+`
+
+// holdKind is what lock, lock --limit and elect hold, as request functions.
+type holdKind struct {
+	name    string
+	acquire func(c *client.Conn, key string, timeout time.Duration, lease int) (token string, granted int, err error)
+	renew   func(c *client.Conn, key, token string, lease int) (int, error)
+	release func(c *client.Conn, key, token string) error
+}
+
+func lockKind() holdKind {
+	return holdKind{
+		name: "lock",
+		acquire: func(c *client.Conn, key string, timeout time.Duration, lease int) (string, int, error) {
+			return client.Acquire(c, key, timeout, client.WithLeaseTTL(lease))
+		},
+		renew: func(c *client.Conn, key, token string, lease int) (int, error) {
+			return client.Renew(c, key, token, client.WithLeaseTTL(lease))
+		},
+		release: client.Release,
+	}
+}
+
+func semaphoreKind(limit int) holdKind {
+	return holdKind{
+		name: "lock",
+		acquire: func(c *client.Conn, key string, timeout time.Duration, lease int) (string, int, error) {
+			return client.SemAcquire(c, key, timeout, limit, client.WithLeaseTTL(lease))
+		},
+		renew: func(c *client.Conn, key, token string, lease int) (int, error) {
+			return client.SemRenew(c, key, token, client.WithLeaseTTL(lease))
+		},
+		release: client.SemRelease,
+	}
+}
+
+func electKind() holdKind {
+	return holdKind{
+		name: "elect",
+		acquire: func(c *client.Conn, key string, timeout time.Duration, lease int) (string, int, error) {
+			token, granted, _, err := client.NewLeaderConn(c).Elect(key, timeout, client.WithLeaseTTL(lease))
+			return token, granted, err
+		},
+		renew: func(c *client.Conn, key, token string, lease int) (int, error) {
+			n, _, err := client.NewLeaderConn(c).Renew(key, token, client.WithLeaseTTL(lease))
+			return n, err
+		},
+		release: func(c *client.Conn, key, token string) error { return client.NewLeaderConn(c).Resign(key, token) },
+	}
+}
+
+// grant is a held lock, semaphore slot or leadership.
+type grant struct {
+	token string
+	lease int
+}
+
+// holding adapts a connection to the renewer the lease keeper needs.
+type holding struct {
+	conn *client.Conn
+	kind holdKind
+}
+
+func (h holding) Renew(ctx context.Context, key, token string, lease int) (int, error) {
+	return h.kind.renew(h.conn.WithContext(ctx), key, token, lease)
+}
+
 type lockFlags struct {
-	endpointFlags
 	timeout    wholeSeconds
 	lease      wholeSeconds
+	limit      wholeSeconds
 	keepalive  seconds
 	killOnLost bool
 }
 
-func (c *cli) lock(args []string) int {
+func (c *cli) lock(g *globals, args []string) int { return c.hold(g, args, lockUsage, false) }
+
+func (c *cli) elect(g *globals, args []string) int { return c.hold(g, args, electUsage, true) }
+
+// hold is lock and elect: take the hold, run CMD under it, give it back.
+func (c *cli) hold(g *globals, args []string, usage string, election bool) int {
 	lf := lockFlags{
 		timeout:   wholeSeconds{n: defaultLockTimeout},
 		lease:     wholeSeconds{min: 1},
+		limit:     wholeSeconds{min: 1},
 		keepalive: seconds{d: defaultKeepalive},
 	}
-	fset := flag.NewFlagSet("dflockctl lock", flag.ContinueOnError)
-	lf.register(fset)
-	fset.Var(&lf.timeout, "timeout", "wait at most `seconds` for the lock; 0 tries once")
+	name := "lock"
+	if election {
+		name = "elect"
+	}
+	fset := flag.NewFlagSet("dflockctl "+name, flag.ContinueOnError)
+	g.register(fset)
+	fset.Var(&lf.timeout, "timeout", "wait at most `seconds`; 0 tries once")
 	fset.Var(&lf.lease, "lease", "lease in `seconds` (default: the server's, usually 33)")
+	if !election {
+		fset.Var(&lf.limit, "limit", "hold one of `N` slots of a semaphore instead of a lock")
+	}
 	fset.Var(&lf.keepalive, "keepalive", "renew at least every `seconds`, below the server's read timeout; 0 = only every lease/3")
 	fset.BoolVar(&lf.killOnLost, "kill-on-lost", false, "send CMD SIGTERM if the lease is lost")
 	pos, argv, err := parseArgs(fset, args, 1)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(c.stdout, lockUsage)
+		fmt.Fprint(c.stdout, usage+"\noptions:\n")
 		fset.SetOutput(c.stdout)
 		fset.PrintDefaults()
 		return exitOK
@@ -81,23 +166,31 @@ func (c *cli) lock(args []string) int {
 		err = errors.New("want a command to run after KEY (and an optional --)")
 	}
 	if err != nil {
-		return c.fail(exitUsage, "lock: %v", err)
+		return c.fail(exitUsage, "%s: %v", name, err)
 	}
 	key := pos[0]
-	cfg, err := lf.config(c.getenv)
-	if err != nil {
-		return c.fail(exitUsage, "lock: %v", err)
+	kind := lockKind()
+	switch {
+	case election:
+		kind = electKind()
+	case lf.limit.n > 0:
+		kind = semaphoreKind(lf.limit.n)
 	}
+	s, code := c.open(name, g)
+	if s == nil {
+		return code
+	}
+	defer s.close()
 
 	// Resolve CMD before taking the lock: a typo should not cost a lock
 	// round trip or hold up other clients. LookPath also checks paths with
 	// a slash, which exec.Command leaves to Start.
 	if _, err := exec.LookPath(argv[0]); err != nil {
-		return c.fail(startFailureCode(err), "lock: %v", err)
+		return c.fail(startFailureCode(err), "%s: %v", name, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
-		return c.fail(startFailureCode(cmd.Err), "lock: %v", cmd.Err)
+		return c.fail(startFailureCode(cmd.Err), "%s: %v", name, cmd.Err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 
@@ -107,77 +200,76 @@ func (c *cli) lock(args []string) int {
 	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 
-	cl, grant, code := c.acquireWhileWatching(sigs, cfg, key, lf.timeout.n, lf.lease.n)
-	if cl == nil {
+	conn, gr, code := c.acquireWhileWatching(sigs, s, kind, key, lf.timeout.n, lf.lease.n)
+	if conn == nil {
 		return code
 	}
-	defer cl.Close()
+	h := holding{conn, kind}
 
 	cmd.Env = append(os.Environ(),
-		envLockKey+"="+key, envLockToken+"="+grant.Token, envLockLease+"="+strconv.Itoa(grant.Lease))
+		envLockKey+"="+key, envLockToken+"="+gr.token, envLockLease+"="+strconv.Itoa(gr.lease))
 	if err := cmd.Start(); err != nil {
-		c.release(cl, key, grant)
-		return c.fail(startFailureCode(err), "lock: %v", err)
+		c.release(h, key, gr)
+		return c.fail(startFailureCode(err), "%s: %v", name, err)
 	}
-	lost := c.supervise(cmd, sigs, cl, key, grant, renewEvery(grant.Lease, lf.keepalive.d), lf.killOnLost)
+	lost := c.supervise(cmd, sigs, h, key, gr, renewEvery(gr.lease, lf.keepalive.d), lf.killOnLost)
 	if !lost {
-		c.release(cl, key, grant)
+		c.release(h, key, gr)
 	}
 	return exitStatus(cmd.ProcessState)
 }
 
-// acquireWhileWatching connects and waits for the lock; a stop signal
+// acquireWhileWatching connects and waits for the hold; a stop signal
 // abandons the wait (closing the connection withdraws it on the server).
-// It returns the client and grant, or nil and an exit code.
-func (c *cli) acquireWhileWatching(sigs <-chan os.Signal, cfg client.Config, key string, timeout, lease int) (*client.Client, client.Grant, int) {
+// It returns the connection and grant, or nil and an exit code.
+func (c *cli) acquireWhileWatching(sigs <-chan os.Signal, s *session, kind holdKind, key string, timeout, lease int) (*client.Conn, grant, int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
-		cl    *client.Client
-		grant client.Grant
-		code  int
+		conn *client.Conn
+		gr   grant
+		code int
 	}
 	done := make(chan result, 1)
 	go func() {
-		cl, code := c.connect(ctx, "lock", cfg)
-		if cl == nil {
+		conn, code := s.conn(ctx, key)
+		if conn == nil {
 			done <- result{code: code}
 			return
 		}
-		g, err := cl.Lock(ctx, key, timeout, lease)
+		token, granted, err := kind.acquire(conn.WithContext(ctx), key, time.Duration(timeout)*time.Second, lease)
 		switch {
 		case err == nil:
-			done <- result{cl: cl, grant: g}
+			// Unbound from ctx, which ends with this function: renewals
+			// and the release come later.
+			done <- result{conn: conn.WithContext(context.Background()), gr: grant{token, granted}}
 			return
 		case errors.Is(err, client.ErrTimeout):
-			code = c.fail(exitBusy, "lock: timed out after %ds waiting for %q", timeout, key)
+			code = c.fail(exitBusy, "%s: timed out after %ds waiting for %q", kind.name, timeout, key)
 		case ctx.Err() != nil:
 			code = exitFailure // replaced by the signal's code below
 		default:
-			code = c.serverFailure("lock "+strconv.Quote(key), cfg, err)
+			code = s.fail(err)
 		}
-		cl.Close()
 		done <- result{code: code}
 	}()
 	select {
 	case r := <-done:
-		return r.cl, r.grant, r.code
+		return r.conn, r.gr, r.code
 	case sig := <-sigs:
 		cancel()
-		if r := <-done; r.cl != nil {
-			r.cl.Close()
-		}
-		return nil, client.Grant{}, c.fail(signalCode(sig), "lock: interrupted by %v while waiting for %q", sig, key)
+		<-done
+		return nil, grant{}, c.fail(signalCode(sig), "%s: interrupted by %v while waiting for %q", kind.name, sig, key)
 	}
 }
 
 // supervise runs until CMD exits: it forwards signals, keeps the lease
 // alive and reports (and with killOnLost acts on) its loss. It returns
 // whether the lease was lost.
-func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, cl *client.Client, key string, g client.Grant, every time.Duration, killOnLost bool) bool {
+func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, h holding, key string, gr grant, every time.Duration, killOnLost bool) bool {
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	kept := make(chan error, 1)
-	go func() { kept <- keepLease(keepCtx, cl, key, g.Token, g.Lease, every) }()
+	go func() { kept <- keepLease(keepCtx, h, key, gr.token, gr.lease, every) }()
 	exited := make(chan struct{})
 	go func() {
 		cmd.Wait() // the status is read from cmd.ProcessState
@@ -193,7 +285,7 @@ func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, cl *client.Client,
 		case err := <-pending:
 			pending = nil
 			lost = true
-			c.warnLost(key, err, killOnLost)
+			c.warnLost(h.kind.name, key, err, killOnLost)
 			if killOnLost {
 				cmd.Process.Signal(syscall.SIGTERM)
 			}
@@ -205,25 +297,29 @@ func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, cl *client.Client,
 	if pending != nil {
 		if err := <-pending; err != nil {
 			lost = true
-			c.warnLost(key, err, false)
+			c.warnLost(h.kind.name, key, err, false)
 		}
 	}
 	return lost
 }
 
-func (c *cli) warnLost(key string, err error, killing bool) {
-	what := "the command keeps running without it"
+func (c *cli) warnLost(what, key string, err error, killing bool) {
+	also := "the command keeps running without it"
 	if killing {
-		what = "sending the command SIGTERM (--kill-on-lost)"
+		also = "sending the command SIGTERM (--kill-on-lost)"
 	}
-	fmt.Fprintf(c.stderr, "dflockctl: warning: lost the lock on %q: %v; %s\n", key, err, what)
+	noun := "the lock"
+	if what == "elect" {
+		noun = "the leadership"
+	}
+	fmt.Fprintf(c.stderr, "dflockctl: warning: lost %s on %q: %v; %s\n", noun, key, err, also)
 }
 
-// release gives the lock back; failure only warrants a warning, because
+// release gives the hold back; failure only warrants a warning, because
 // closing the connection afterwards releases it too on servers with
 // auto-release (the default), and the lease runs out otherwise.
-func (c *cli) release(cl *client.Client, key string, g client.Grant) {
-	if err := cl.Release(context.Background(), key, g.Token); err != nil {
+func (c *cli) release(h holding, key string, gr grant) {
+	if err := h.kind.release(h.conn, key, gr.token); err != nil {
 		fmt.Fprintf(c.stderr, "dflockctl: warning: releasing %q: %v\n", key, err)
 	}
 }

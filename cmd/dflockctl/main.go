@@ -3,65 +3,163 @@
 //
 //   - "dflockctl file …" manages file-based semaphore lock files (protocol
 //     in package filelock) and needs no server;
-//   - "dflockctl lock|stats|ping" talk to a dflockd server (package
-//     client); "lock" holds a server lock for as long as a command runs.
+//   - every other command talks to a dflockd server through package client:
+//     "lock" and "elect" hold a lock or a leadership while a command runs,
+//     kv, counter, list, signal, listen, watch, barrier and observe reach the
+//     other primitives, "raw" sends any request, and "interactive" is a
+//     prompt with line editing and history.
 //
-// Exit codes are listed in exitcode.go and README.md.
+// Global options go before or after the command's name. Exit codes are
+// listed in exitcode.go and README.md.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
+
+	"github.com/dflockd-ng/dflockd/client"
 )
 
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
 // cli carries the process's outside world so tests can run subcommands
-// in-process.
+// in-process, and the prompt can run them on its own terminal.
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	// shared, when set (inside the interactive prompt), is the client every
+	// server command uses instead of connecting anew; onConn is told of
+	// each connection it hands out.
+	shared *client.Client
+	onConn func(*client.Conn)
 }
 
 func main() {
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(c.run(os.Args[1:]))
 }
 
-const usageText = `usage:
-  dflockctl file try     PATH [--tag T] [--stale S] [--pid N]
-  dflockctl file acquire PATH [--tag T] [--stale S] [--pid N] [--timeout S]
-  dflockctl file release PATH [--pid N] [--force]
-  dflockctl file status  PATH [--stale S]
-  dflockctl file cleanup PATH [--stale S]
-  dflockctl lock KEY [--timeout S] [--lease S] [--keepalive S] [--kill-on-lost] -- CMD [ARG...]
-  dflockctl stats
-  dflockctl ping
+const usageText = `usage: dflockctl [global options] COMMAND [arguments] [options]
 
-Server options (lock, stats, ping): --server HOST:PORT, --auth-token T, --auth-token-file F
-Run "dflockctl COMMAND -h" for a command's options; see README.md for exit codes.
+Server commands:
+  lock KEY [--timeout S] [--lease S] [--limit N] [--keepalive S] [--kill-on-lost] -- CMD [ARG...]
+  elect NAME [--timeout S] [--lease S] [--keepalive S] [--kill-on-lost] -- CMD [ARG...]
+  kv get|set|del|cas KEY ...       counter get|incr|decr|set KEY ...
+  list push|pop|range|len KEY ...  signal CHANNEL PAYLOAD
+  listen PATTERN... [--group G]    watch PATTERN...
+  observe NAME...                  barrier NAME COUNT [--timeout S]
+  ping                             stats
+  raw CMD KEY ARG                  interactive (also: no command, on a terminal)
+
+File locks (no server):
+  file try|acquire|release|status|cleanup PATH [options]
+
+Other:
+  completion bash|zsh              version (or --version)           help
+
+Global options (before or after the command):
+  --server HOST:PORT[,HOST:PORT...]  server, or servers keys are sharded over
+  --cluster                          the servers are members of one cluster: follow leader redirects
+  --auth-token T, --auth-token-file F
+  --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --tls-insecure
+  --json                             machine-readable output
+
+Run "dflockctl COMMAND -h" for a command's options; README.md lists exit codes.
 `
 
+// cmdSpec is one subcommand: run gets the global options as parsed so far
+// (those before the command's name) and the arguments after its name.
+type cmdSpec struct {
+	run         func(c *cli, g *globals, args []string) int
+	interactive bool // usable inside the prompt
+}
+
+var commands map[string]cmdSpec
+
+func init() {
+	commands = map[string]cmdSpec{
+		"file":        {run: func(c *cli, _ *globals, a []string) int { return c.file(a) }},
+		"lock":        {run: (*cli).lock},
+		"elect":       {run: (*cli).elect},
+		"kv":          {run: (*cli).kv, interactive: true},
+		"counter":     {run: (*cli).counter, interactive: true},
+		"list":        {run: (*cli).list, interactive: true},
+		"signal":      {run: (*cli).signal, interactive: true},
+		"listen":      {run: (*cli).listen, interactive: true},
+		"watch":       {run: (*cli).watch, interactive: true},
+		"observe":     {run: (*cli).observe, interactive: true},
+		"barrier":     {run: (*cli).barrier, interactive: true},
+		"ping":        {run: (*cli).ping, interactive: true},
+		"stats":       {run: (*cli).stats, interactive: true},
+		"raw":         {run: (*cli).raw, interactive: true},
+		"interactive": {run: (*cli).interactive},
+		"completion":  {run: (*cli).completion},
+		"version":     {run: (*cli).printVersion, interactive: true},
+		"help":        {run: (*cli).help, interactive: true},
+	}
+}
+
+// commandNames lists the commands, sorted, for completion.
+func commandNames(interactiveOnly bool) []string {
+	var names []string
+	for n, cmd := range commands {
+		if !interactiveOnly || cmd.interactive {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func (c *cli) run(args []string) int {
-	if len(args) == 0 {
+	g := new(globals)
+	fs := flag.NewFlagSet("dflockctl", flag.ContinueOnError)
+	g.register(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	_, rest, err := parseArgs(fs, args, 0)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(c.stdout, usageText)
+		return exitOK
+	case err != nil:
+		return c.fail(exitUsage, "%v", err)
+	case *showVersion:
+		return c.printVersion(g, nil)
+	case len(rest) == 0:
+		if isTerminal(c.stdin) {
+			return c.interactive(g, nil)
+		}
 		fmt.Fprint(c.stderr, usageText)
 		return exitUsage
 	}
-	switch args[0] {
-	case "file":
-		return c.file(args[1:])
-	case "lock":
-		return c.lock(args[1:])
-	case "stats":
-		return c.stats(args[1:])
-	case "ping":
-		return c.ping(args[1:])
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.stdout, usageText)
-		return exitOK
-	default:
-		fmt.Fprintf(c.stderr, "dflockctl: unknown command %q\n%s", args[0], usageText)
+	cmd, ok := commands[rest[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "dflockctl: unknown command %q\n%s", rest[0], usageText)
 		return exitUsage
 	}
+	return cmd.run(c, g, rest[1:])
+}
+
+func (c *cli) help(*globals, []string) int {
+	fmt.Fprint(c.stdout, usageText)
+	return exitOK
+}
+
+func (c *cli) printVersion(g *globals, args []string) int {
+	if _, code, ok := c.parseCommand("version", "usage: dflockctl version [--json]", g, args, 0, 0, nil); !ok {
+		return code
+	}
+	c.emit(g, fmt.Sprintf("dflockctl %s (%s)", version, runtime.Version()),
+		map[string]string{"version": version, "go": runtime.Version()})
+	return exitOK
 }
 
 // fail prints a one-line error and returns code.

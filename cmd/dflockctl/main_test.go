@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // binPath is the dflockctl binary the subprocess tests run. TestMain builds
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testserver.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -56,24 +55,6 @@ func command(env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// syncBuffer collects a child's output while the test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type result struct {
 	stdout, stderr string
 	code           int
@@ -88,8 +69,8 @@ func wait(t *testing.T, cmd *exec.Cmd) result {
 		t.Fatalf("%v: %v", cmd.Args, err)
 	}
 	return result{
-		stdout: cmd.Stdout.(*syncBuffer).String(),
-		stderr: cmd.Stderr.(*syncBuffer).String(),
+		stdout: cmd.Stdout.(*testserver.Output).String(),
+		stderr: cmd.Stderr.(*testserver.Output).String(),
 		code:   exitStatus(cmd.ProcessState),
 	}
 }
@@ -98,7 +79,7 @@ func wait(t *testing.T, cmd *exec.Cmd) result {
 func start(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := command(env, args...)
-	cmd.Stdout, cmd.Stderr = new(syncBuffer), new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = new(testserver.Output), new(testserver.Output)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,17 +118,10 @@ func sh(t *testing.T, script string, env ...string) string {
 	return string(out)
 }
 
-// waitFor polls cond until it holds; the deadline is generous because it
-// only matters when the test is failing anyway.
+// waitFor polls cond until it holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testserver.Eventually(t, what, cond)
 }
 
 func exists(path string) bool {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,43 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/cmd/dflockctl/client"
-	"github.com/dflockd-ng/dflockd/loop"
-	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/client"
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
-// realServer runs dflockd-ng's own loop and engine on a loopback port, so
-// the lock tests also hold against the real server, not only the fake.
-func realServer(t *testing.T) (addr string, env []string) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = l.Addr().String()
-	l.Close()
-	ready := make(chan struct{})
-	clock := timerwheel.NewMonoClock()
-	srv := loop.New(loop.Config{Addr: "tcp://" + addr, Loops: 2, Ready: ready}, clock)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-done
-	})
-	host, port, _ := net.SplitHostPort(addr)
-	return addr, []string{envHost + "=" + host, envPort + "=" + port}
-}
-
+// TestLockAgainstRealServer runs "dflockctl lock" against the dflockd-ng
+// binary, so the lock tests also hold against the real server, not only
+// the fake.
 func TestLockAgainstRealServer(t *testing.T) {
-	addr, env := realServer(t)
+	t.Parallel()
+	srv := testserver.Start(t)
+	env := srv.Env()
 
 	t.Run("no overlap", func(t *testing.T) {
 		log := filepath.Join(t.TempDir(), "log")
@@ -79,28 +51,54 @@ func TestLockAgainstRealServer(t *testing.T) {
 		}
 	})
 
+	t.Run("semaphore with --limit", func(t *testing.T) {
+		dir := t.TempDir()
+		stop := filepath.Join(dir, "stop")
+		hold := `touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
+		var holders []*exec.Cmd
+		for i := range 2 {
+			ready := filepath.Join(dir, strconv.Itoa(i))
+			holders = append(holders, start(t, env, "lock", "pool", "--limit", "2", "--", "sh", "-c", hold, "sh", ready, stop))
+			waitFor(t, "holder "+strconv.Itoa(i), func() bool { return exists(ready) })
+		}
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "2", "--timeout", "0", "--", "true"), exitBusy, "third holder of two slots")
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "3", "--", "true"), exitFailure, "another limit")
+		os.WriteFile(stop, nil, 0o644)
+		for _, h := range holders {
+			expectCode(t, wait(t, h), 0, "holder")
+		}
+		expectCode(t, run(t, env, "lock", "pool", "--limit", "2", "--timeout", "0", "--", "true"), 0, "a slot after the holders left")
+	})
+
 	t.Run("lease renewed and exit status passed", func(t *testing.T) {
 		dir := t.TempDir()
 		started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
-		cmd := start(t, env, "lock", "long", "--lease", "2", "--", "sh", "-c",
+		cmd := start(t, env, "lock", "long", "--lease", "1", "--", "sh", "-c",
 			`touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; exit 7`, "sh", started, stop)
 		waitFor(t, "the command to start", func() bool { return exists(started) })
-		probe, err := client.Dial(context.Background(), client.Config{Addr: addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer probe.Close()
+		probe := dialServer(t, srv)
 		// Three lease lengths: only renewal keeps the lock held that long.
-		for until := time.Now().Add(6 * time.Second); time.Now().Before(until); {
-			if _, err := probe.Lock(context.Background(), "long", 0, 0); !errors.Is(err, client.ErrTimeout) {
+		for until := time.Now().Add(3 * time.Second); time.Now().Before(until); {
+			if _, _, err := client.Acquire(probe, "long", 0); err != client.ErrTimeout {
 				t.Fatalf("try-lock while the command runs = %v, want timeout", err)
 			}
 			time.Sleep(200 * time.Millisecond) // pacing the probes, not synchronisation
 		}
 		os.WriteFile(stop, nil, 0o644)
 		expectCode(t, wait(t, cmd), 7, "lock")
-		if _, err := probe.Lock(context.Background(), "long", 0, 0); err != nil {
+		if _, _, err := client.Acquire(probe, "long", 0); err != nil {
 			t.Fatalf("lock not released after the command ended: %v", err)
 		}
 	})
+}
+
+// dialServer connects a test's own client to srv.
+func dialServer(t *testing.T, srv *testserver.Server) *client.Conn {
+	t.Helper()
+	c, err := client.Dial(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

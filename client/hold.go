@@ -1,0 +1,324 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Defaults of the high-level types (Lock, Semaphore, RWLock, Election),
+// those of dflockd's client.
+const (
+	defaultAcquireTimeout = 10 * time.Second
+	defaultRenewRatio     = 0.5
+	// minRenewInterval keeps a tiny lease from turning renewal into a busy
+	// loop.
+	minRenewInterval = 50 * time.Millisecond
+)
+
+// holdConfig is what a Lock, Semaphore, RWLock or Election tells the hold
+// machinery: their exported fields, which must stay fields of each type
+// so that composite literals written for dflockd's client compile.
+type holdConfig struct {
+	key            string
+	acquireTimeout time.Duration
+	leaseTTL       int
+	servers        []string
+	shard          ShardFunc
+	renewRatio     float64
+	tlsConfig      *tls.Config
+	authToken      string
+	onRenewError   func(error)
+	dialer         *Dialer
+}
+
+func (hc holdConfig) timeout() time.Duration {
+	if hc.acquireTimeout > 0 {
+		return hc.acquireTimeout
+	}
+	return defaultAcquireTimeout
+}
+
+func (hc holdConfig) opts() options { return options{leaseTTL: hc.leaseTTL} }
+
+// renewEvery is how often a lease of lease seconds is renewed.
+func (hc holdConfig) renewEvery(lease int) time.Duration {
+	r := hc.renewRatio
+	if r <= 0 {
+		r = defaultRenewRatio
+	}
+	return max(time.Duration(float64(time.Duration(lease)*time.Second)*r), minRenewInterval)
+}
+
+// dial connects to the key's server: the shard ShardFunc picks among
+// servers, or in cluster mode (Dialer.Members set) the cluster.
+func (hc holdConfig) dial(ctx context.Context) (*Conn, error) {
+	d := Dialer{TLSConfig: hc.tlsConfig, AuthToken: hc.authToken}
+	if hc.dialer != nil {
+		d = *hc.dialer
+		if hc.tlsConfig != nil {
+			d.TLSConfig = hc.tlsConfig
+		}
+		if hc.authToken != "" {
+			d.AuthToken = hc.authToken
+		}
+		if len(d.Members) > 0 {
+			return d.Dial(ctx, "")
+		}
+	}
+	return d.Dial(ctx, pickServer(hc.servers, hc.shard, hc.key))
+}
+
+// hold is the state of one held (or queued-for) slot with its connection
+// and background renewal. The high-level types embed it.
+type hold struct {
+	mu struct {
+		sync.Mutex
+		conn      *Conn
+		cmds      lockCmds // the family of the current hold, for renew and release
+		g         grant
+		stopRenew context.CancelFunc
+		renewDone chan struct{} // closed when the renewal goroutine has exited
+		lost      chan struct{} // closed when the current hold is lost
+		lostErr   error
+	}
+}
+
+// Token returns the token of the current hold, or "" when nothing is held
+// (also after the hold was lost).
+func (h *hold) Token() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.g.token
+}
+
+// Fence returns the fence a redis-feats server sent with the grant (0 from
+// other servers, where FenceFromToken(Token()) gives it).
+func (h *hold) Fence() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.g.fence
+}
+
+// Lost returns a channel that is closed as soon as the current hold is
+// lost: a renewal failed (the lease expired, or the server no longer knows
+// the token) or the connection broke, which releases the hold on the
+// server. Err then says why. The channel of a hold that ends by release
+// or Close is never closed; it is nil before the first grant.
+func (h *hold) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.lost
+}
+
+// Err returns why the last hold was lost, an error wrapping ErrLost and the
+// cause, or nil.
+func (h *hold) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.lostErr
+}
+
+// Close stops renewal and closes the connection without releasing; the
+// server then releases the hold itself (with auto-release on, its default)
+// or lets the lease run out.
+func (h *hold) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopRenewLocked()
+	h.resetLocked()
+	return nil
+}
+
+// resetLocked closes the connection and forgets the hold.
+func (h *hold) resetLocked() {
+	if h.mu.conn != nil {
+		h.mu.conn.Close()
+		h.mu.conn = nil
+	}
+	h.mu.g = grant{}
+}
+
+// begin prepares a new attempt: stops renewal of a previous hold, dials a
+// fresh connection and installs it.
+func (h *hold) begin(ctx context.Context, hc holdConfig, cmds lockCmds) (*Conn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopRenewLocked()
+	h.resetLocked()
+	conn, err := hc.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.conn, h.mu.cmds = conn, cmds
+	h.mu.lost, h.mu.lostErr = nil, nil
+	return conn, nil
+}
+
+// finish settles an attempt made on conn that returned g and err: a grant
+// starts renewal, a timeout is (false, nil), anything else closes the
+// connection. A grant whose ctx ended meanwhile is released and reported as
+// the context's error, so a cancelled caller never holds anything.
+func (h *hold) finish(ctx context.Context, hc holdConfig, conn *Conn, g grant, err error, keepQueued bool) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.conn != conn { // a concurrent attempt or Close took over
+		conn.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: superseded by another call", ErrClosed)
+		}
+		return false, err
+	}
+	switch {
+	case err == nil && ctx.Err() != nil:
+		release(conn, h.mu.cmds.release, hc.key, g.token)
+		err = ctx.Err()
+	case err == nil && keepQueued && g.token == "":
+		return false, nil // queued: the connection stays for Wait
+	case err == nil:
+		h.mu.g = g
+		h.startRenewLocked(hc)
+		return true, nil
+	case errors.Is(err, ErrTimeout):
+		err = nil
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	}
+	h.resetLocked()
+	return false, err
+}
+
+// acquire is the one-step acquire of every high-level type.
+func (h *hold) acquire(ctx context.Context, hc holdConfig, cmds lockCmds, limit int) (bool, error) {
+	conn, err := h.begin(ctx, hc, cmds)
+	if err != nil {
+		return false, err
+	}
+	g, err := acquire(conn.WithContext(ctx), cmds.acquire, hc.key, acquireArg(hc.timeout(), limit, hc.opts()))
+	return h.finish(ctx, hc, conn, g, err, false)
+}
+
+// enqueue is the first phase of a two-phase acquire.
+func (h *hold) enqueue(ctx context.Context, hc holdConfig, cmds lockCmds, arg string) (string, error) {
+	conn, err := h.begin(ctx, hc, cmds)
+	if err != nil {
+		return "", err
+	}
+	status, g, err := enqueue(conn.WithContext(ctx), cmds.enqueue, hc.key, withLease(arg, hc.opts()))
+	if _, err := h.finish(ctx, hc, conn, g, err, true); err != nil {
+		return "", err
+	}
+	return status, nil
+}
+
+// wait is the second phase, on the connection of the enqueue.
+func (h *hold) wait(ctx context.Context, hc holdConfig, timeout time.Duration) (bool, error) {
+	h.mu.Lock()
+	conn, cmds := h.mu.conn, h.mu.cmds
+	h.mu.Unlock()
+	if conn == nil {
+		return false, ErrNotQueued
+	}
+	g, err := acquire(conn.WithContext(ctx), cmds.wait, hc.key, fmt.Sprint(secondsCeil(timeout)))
+	return h.finish(ctx, hc, conn, g, err, false)
+}
+
+// release stops renewal, releases the hold (with its family's release
+// command, or override when set) and closes the connection. After a loss
+// there is nothing left to release and it returns nil.
+func (h *hold) release(ctx context.Context, hc holdConfig, override string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopRenewLocked()
+	var err error
+	if h.mu.conn != nil && h.mu.g.token != "" {
+		cmd := h.mu.cmds.release
+		if override != "" {
+			cmd = override
+		}
+		err = release(h.mu.conn.WithContext(ctx), cmd, hc.key, h.mu.g.token)
+	}
+	h.resetLocked()
+	return err
+}
+
+// startRenewLocked starts the renewal goroutine of the hold just granted.
+func (h *hold) startRenewLocked(hc holdConfig) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done, lost := make(chan struct{}), make(chan struct{})
+	h.mu.stopRenew, h.mu.renewDone, h.mu.lost, h.mu.lostErr = cancel, done, lost, nil
+	go h.renewLoop(ctx, done, hc, h.mu.conn, h.mu.cmds.renew, h.mu.g)
+}
+
+// stopRenewLocked stops the renewal goroutine and waits for it; mu is
+// released meanwhile, because a failing renewal takes it to record the
+// loss.
+func (h *hold) stopRenewLocked() {
+	if h.mu.stopRenew == nil {
+		return
+	}
+	h.mu.stopRenew()
+	done := h.mu.renewDone
+	h.mu.stopRenew, h.mu.renewDone = nil, nil
+	h.mu.Unlock()
+	<-done
+	h.mu.Lock()
+}
+
+// renewLoop renews g every hc.renewEvery until stopped, and reports the
+// hold lost when a renewal fails or the connection ends. A renewal is
+// never cut short by stopping (that would break the connection the
+// release needs); it is bounded by the lease, after which the hold is gone
+// anyway.
+func (h *hold) renewLoop(stop context.Context, done chan struct{}, hc holdConfig, conn *Conn, cmd string, g grant) {
+	defer close(done)
+	t := time.NewTicker(hc.renewEvery(g.lease))
+	defer t.Stop()
+	lease := time.Duration(g.lease) * time.Second
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-conn.Done():
+			h.lose(done, hc, conn.Err())
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lease)
+		_, fence, err := renew(conn.WithContext(ctx), cmd, hc.key, g.token, hc.opts())
+		cancel()
+		if err != nil {
+			if stop.Err() == nil {
+				h.lose(done, hc, err)
+			}
+			return
+		}
+		if fence > 0 {
+			h.mu.Lock()
+			if h.mu.renewDone == done {
+				h.mu.g.fence = fence
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// lose records the loss of the hold renewed by the goroutine owning done,
+// unless it was stopped meanwhile, and tells the callback.
+func (h *hold) lose(done chan struct{}, hc holdConfig, cause error) {
+	h.mu.Lock()
+	if h.mu.renewDone != done {
+		h.mu.Unlock()
+		return
+	}
+	h.mu.lostErr = fmt.Errorf("%w: %w", ErrLost, cause)
+	close(h.mu.lost)
+	h.mu.g = grant{}
+	h.mu.Unlock()
+	if hc.onRenewError != nil {
+		go hc.onRenewError(cause)
+	}
+}

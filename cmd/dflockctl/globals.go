@@ -1,0 +1,168 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/client"
+)
+
+// Server defaults, shared with the server's own configuration.
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = "6388"
+
+	envHost          = "DFLOCKD_HOST"
+	envPort          = "DFLOCKD_PORT"
+	envAuthToken     = "DFLOCKD_AUTH_TOKEN"
+	envAuthTokenFile = "DFLOCKD_AUTH_TOKEN_FILE"
+
+	// replyTimeout gives up a server that accepted a request but does not
+	// answer it, beyond the time the request may block by design.
+	replyTimeout = 10 * time.Second
+)
+
+// globals are the options every server command accepts, before or after
+// its name: the same struct is registered with the top-level flag set and
+// with the command's own, so a later occurrence overrides an earlier one.
+type globals struct {
+	server, token, tokenFile              string
+	cluster, json                         bool
+	tls, tlsInsecure                      bool
+	tlsCA, tlsCert, tlsKey, tlsServerName string
+}
+
+// register adds the options to fs with their current values as defaults:
+// flag's *Var functions store the default, which must not undo an option
+// given before the command's name.
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.server, "server", g.server, "server `HOST:PORT`, or a comma list (default $"+envHost+":$"+envPort+", else "+defaultHost+":"+defaultPort+")")
+	fs.BoolVar(&g.cluster, "cluster", g.cluster, "the servers are members of one cluster: follow not-leader redirects among them")
+	fs.StringVar(&g.token, "auth-token", g.token, "auth `TOKEN` (visible in ps; prefer $"+envAuthToken+" or a file)")
+	fs.StringVar(&g.tokenFile, "auth-token-file", g.tokenFile, "read the auth token from `FILE`")
+	fs.BoolVar(&g.tls, "tls", g.tls, "connect over TLS (implied by the other --tls-* options)")
+	fs.StringVar(&g.tlsCA, "tls-ca", g.tlsCA, "trust the CA certificates in `FILE` (PEM) instead of the system's")
+	fs.StringVar(&g.tlsCert, "tls-cert", g.tlsCert, "client certificate `FILE` (PEM), with --tls-key")
+	fs.StringVar(&g.tlsKey, "tls-key", g.tlsKey, "client key `FILE` (PEM)")
+	fs.StringVar(&g.tlsServerName, "tls-server-name", g.tlsServerName, "expected server `NAME` in its certificate (default: the host)")
+	fs.BoolVar(&g.tlsInsecure, "tls-insecure", g.tlsInsecure, "do not verify the server's certificate")
+	fs.BoolVar(&g.json, "json", g.json, "print results as JSON")
+}
+
+// settings is what the global options resolve to.
+type settings struct {
+	servers []string
+	dialer  client.Dialer
+}
+
+// resolve turns the options and the environment into client settings.
+// Precedence is the server's own (v1.16/V2): flag, then environment, then
+// default; for the token --auth-token, --auth-token-file,
+// $DFLOCKD_AUTH_TOKEN, $DFLOCKD_AUTH_TOKEN_FILE, each trimmed.
+func (g *globals) resolve(getenv func(string) string) (settings, error) {
+	var s settings
+	list := []string{""}
+	if g.server != "" {
+		list = strings.Split(g.server, ",")
+	}
+	for _, v := range list {
+		addr, err := serverAddr(strings.TrimSpace(v), getenv)
+		if err != nil {
+			return s, err
+		}
+		s.servers = append(s.servers, addr)
+	}
+	if g.cluster {
+		s.dialer.Members = s.servers
+	}
+	s.dialer.ReplyTimeout = replyTimeout
+	var err error
+	switch {
+	case g.token != "":
+		s.dialer.AuthToken = strings.TrimSpace(g.token)
+	case g.tokenFile != "":
+		s.dialer.AuthToken, err = readToken(g.tokenFile)
+	case getenv(envAuthToken) != "":
+		s.dialer.AuthToken = strings.TrimSpace(getenv(envAuthToken))
+	case getenv(envAuthTokenFile) != "":
+		s.dialer.AuthToken, err = readToken(getenv(envAuthTokenFile))
+	}
+	if err != nil {
+		return s, err
+	}
+	s.dialer.TLSConfig, err = g.tlsConfig()
+	return s, err
+}
+
+// tlsConfig builds the TLS settings, or nil for plain TCP.
+func (g *globals) tlsConfig() (*tls.Config, error) {
+	if !g.tls && !g.tlsInsecure && g.tlsCA == "" && g.tlsCert == "" && g.tlsKey == "" && g.tlsServerName == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{ServerName: g.tlsServerName, InsecureSkipVerify: g.tlsInsecure}
+	if g.tlsCA != "" {
+		pem, err := os.ReadFile(g.tlsCA)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in %s", g.tlsCA)
+		}
+	}
+	if (g.tlsCert == "") != (g.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if g.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(g.tlsCert, g.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("auth token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// serverAddr returns host:port from a --server value ("host", "host:port",
+// "[v6]:port", "v6"), or from DFLOCKD_HOST/DFLOCKD_PORT when it is empty.
+func serverAddr(value string, getenv func(string) string) (string, error) {
+	host, port := getenv(envHost), getenv(envPort)
+	if value != "" {
+		h, p, err := net.SplitHostPort(value)
+		if err != nil {
+			// No port given: the whole value is the host.
+			h, p = strings.TrimSuffix(strings.TrimPrefix(value, "["), "]"), ""
+		}
+		host, port = h, p
+	}
+	if host == "" {
+		host = defaultHost
+	}
+	if port == "" {
+		port = defaultPort
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", errors.New("invalid port " + strconv.Quote(port))
+	}
+	return net.JoinHostPort(host, port), nil
+}
