@@ -25,7 +25,11 @@ func TestQueueGroupFallsBackPastBackloggedMember(t *testing.T) {
 	// with each slice of the sender's input; across loops, a starved
 	// loop on a busy 2-core runner could make it look behind too.
 	sender, slow, fast := dial(t, ts), dial(t, ts), dial(t, ts)
-	slow.c.(*net.TCPConn).SetReadBuffer(4096)
+	// A small window makes the silent member's kernel buffers fill early;
+	// not below the loopback MSS (64 KiB), or reading it back later would
+	// crawl: the sender's zero-window probes back off to seconds while the
+	// receiver avoids advertising a window under one MSS.
+	slow.c.(*net.TCPConn).SetReadBuffer(256 << 10)
 	slow.do("listen", ch, "workers", "ok")
 	fast.do("listen", ch, "workers", "ok")
 	payload := strings.Repeat("p", 250) // the longest argument line (spec §A.2)
@@ -64,8 +68,7 @@ func TestQueueGroupFallsBackPastBackloggedMember(t *testing.T) {
 		}
 		break
 	}
-	// The slow member is still connected and holds everything else. A
-	// 4 KiB window would make reading it back crawl: widen it first.
+	// The slow member is still connected and holds everything else.
 	slow.c.(*net.TCPConn).SetReadBuffer(4 << 20)
 	toSlow := 0
 	slow.c.SetReadDeadline(time.Now().Add(20 * time.Second))
