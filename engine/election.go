@@ -138,7 +138,7 @@ func (e *Engine) observe(s *session, key []byte, now timerwheel.Instant, fx *Eff
 	w := sh.findLeaderWatcherLocked(name, s)
 	switch {
 	case w == nil:
-		if max := e.cfg.MaxSubscriptions; max > 0 && e.subscriptions(s.id) >= max {
+		if e.subscriptions(s.id) >= e.regCap() {
 			return status(parse.StatusError) // rf counts observe with listen and watch (§B.9)
 		}
 		if w = sh.addLeaderWatcherLocked(name, s); w == nil {
@@ -271,6 +271,16 @@ func (e *Engine) leaveElections(s *session, fx *Effects) {
 		sh.unwatchLeaderLocked(name, s)
 		sh.unlock()
 	}
+}
+
+// regCap is the cap on a session's listen + watch + observe registrations
+// together: rf's --max-subscriptions (spec §B.9), and always
+// MaxRegistrations.
+func (e *Engine) regCap() int {
+	if max := e.cfg.MaxSubscriptions; max > 0 && e.rf() {
+		return min(max, e.cfg.MaxRegistrations)
+	}
+	return e.cfg.MaxRegistrations
 }
 
 // subscriptions counts a session's registrations for --max-subscriptions:

@@ -18,6 +18,9 @@ const (
 	DefaultLease    = 33 * time.Second
 	DefaultMaxLocks = 1024
 	DefaultGCIdle   = 60 * time.Second
+	// DefaultMaxRegistrations: see Config.MaxRegistrations; 1024
+	// registrations of ~200 B each bound a session's at ~200 KiB.
+	DefaultMaxRegistrations = 1024
 )
 
 // Config tunes an Engine. The zero value of every field means its default.
@@ -33,7 +36,14 @@ type Config struct {
 	GCMaxIdle        time.Duration // idle keys older than this are pruned; <0 = at once
 	MaxKeys          int           // counters + KV + lists + barriers; 0 = unlimited
 	MaxListLength    int           // items per list; 0 = unlimited
-	MaxSubscriptions int           // listen registrations per session; 0 = unlimited
+	MaxSubscriptions int           // listen registrations per session (rf: + watch + observe); 0 = unlimited
+	// MaxRegistrations bounds a session's listen, watch and observe
+	// registrations together whatever MaxSubscriptions says (default
+	// 1024, <0 = unlimited): each costs memory until the session closes,
+	// and a client that keeps registering distinct patterns would grow
+	// the server without bound. dflockd has no such bound; no client that
+	// registers what it reads comes near it.
+	MaxRegistrations int
 	// Profile selects the semantics of a dflockd release line where they
 	// differ from v2 (spec §I): see the uses of e.rf() and of the
 	// profile's methods.
@@ -100,6 +110,11 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.MaxWaiters <= 0 {
 		cfg.MaxWaiters = math.MaxInt
+	}
+	if cfg.MaxRegistrations == 0 {
+		cfg.MaxRegistrations = DefaultMaxRegistrations
+	} else if cfg.MaxRegistrations < 0 {
+		cfg.MaxRegistrations = math.MaxInt
 	}
 	if cfg.GCMaxIdle == 0 {
 		cfg.GCMaxIdle = DefaultGCIdle

@@ -23,8 +23,8 @@ func (e *Engine) pubsubOp(s SessionID, r *parse.Request, fx *Effects) Result {
 		if err := validPattern(pattern); err != nil {
 			return status(parse.StatusError)
 		}
-		if max := e.cfg.MaxSubscriptions; max > 0 && !e.subs.Has(s, pattern, group) && e.listenCount(s) >= max {
-			return status(parse.StatusError) // --max-subscriptions (§B.9)
+		if !e.subs.Has(s, pattern, group) && e.overCap(s) {
+			return status(parse.StatusError) // --max-subscriptions (§B.9), MaxRegistrations
 		}
 		if _, err := e.subs.Subscribe(s, pattern, group); err != nil {
 			return status(parse.StatusError)
@@ -37,14 +37,16 @@ func (e *Engine) pubsubOp(s SessionID, r *parse.Request, fx *Effects) Result {
 	return e.signal(r.Key, r.Value, fx)
 }
 
-// listenCount is what --max-subscriptions caps for listen: listen
-// registrations alone in v2 (as dflockd's v1.11+ line), listen + watch +
-// observe in rf.
-func (e *Engine) listenCount(s SessionID) int {
-	if e.rf() {
-		return e.subscriptions(s)
+// overCap reports whether a new listen registration would pass a cap:
+// --max-subscriptions counts listen registrations alone in v2 (as
+// dflockd's v1.11+ line), listen + watch + observe in rf; MaxRegistrations
+// counts all three.
+func (e *Engine) overCap(s SessionID) bool {
+	all := e.subscriptions(s)
+	if max := e.cfg.MaxSubscriptions; max > 0 && !e.rf() && e.subs.Count(s) >= max {
+		return true
 	}
-	return e.subs.Count(s)
+	return all >= e.regCap()
 }
 
 // signal appends one push per receiver: every matching non-grouped

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -131,4 +132,33 @@ func TestSubscriptionLimitAndCleanup(t *testing.T) {
 	wantInt(t, h.do(sender, "signal", "a", "x"), 0)
 	wantInt(t, h.do(sender, "signal", "b", "x"), 0)
 	h.wantNothing(s)
+}
+
+// MaxRegistrations bounds listen + watch + observe together in every
+// profile, whatever --max-subscriptions says, so a client registering
+// ever new patterns cannot grow the server; closing a registration frees
+// room, and re-registering an existing one is never refused.
+func TestRegistrationCap(t *testing.T) {
+	for _, rf := range []bool{false, true} {
+		h := newHarness(t, Config{Profile: rfProfile(rf), MaxRegistrations: 3})
+		s, other := h.session(), h.session()
+		wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "watch", "b", ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "observe", "c", ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "listen", "d", ""), parse.StatusError)
+		wantStatus(t, h.do(s, "watch", "d", ""), parse.StatusError)
+		wantStatus(t, h.do(s, "observe", "d", ""), parse.StatusError)
+		wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK) // already registered
+		wantStatus(t, h.do(s, "watch", "b", ""), parse.StatusOK)
+		wantStatus(t, h.do(other, "listen", "d", ""), parse.StatusOK) // per session
+		wantStatus(t, h.do(s, "unwatch", "b", ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "listen", "d", ""), parse.StatusOK)
+		wantInt(t, h.do(other, "signal", "d", "x"), 2)
+	}
+	// Negative means unlimited.
+	h := newHarness(t, Config{MaxRegistrations: -1})
+	s := h.session()
+	for i := range 2000 {
+		wantStatus(t, h.do(s, "listen", fmt.Sprintf("p%d", i), ""), parse.StatusOK)
+	}
 }

@@ -23,9 +23,9 @@ func (e *Engine) watchOp(s SessionID, r *parse.Request) Result {
 	if err := validPattern(pattern); err != nil {
 		return status(parse.StatusError)
 	}
-	// rf counts listen, watch and observe registrations against one cap (§B.9).
-	if max := e.cfg.MaxSubscriptions; max > 0 && !e.watches.Has(s, pattern, "") &&
-		e.subscriptions(s) >= max {
+	// rf counts listen, watch and observe registrations against one cap
+	// (§B.9); MaxRegistrations counts them in every profile.
+	if !e.watches.Has(s, pattern, "") && e.subscriptions(s) >= e.regCap() {
 		return status(parse.StatusError)
 	}
 	if _, err := e.watches.Subscribe(s, pattern, ""); err != nil {
