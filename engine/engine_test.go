@@ -382,6 +382,52 @@ func TestTwoPhaseLapsedGrant(t *testing.T) {
 	}
 }
 
+// Lapsed two-phase grants that are never waited for go with their idle
+// keys: a session that sends e on ever-new keys and never w holds on to
+// no more than the keys the GC has not pruned yet.
+func TestLapsedGrantsForgottenWithTheirKeys(t *testing.T) {
+	h := newHarness(t, Config{GCMaxIdle: 2 * time.Second, Shards: 1})
+	a := h.session()
+	if r := h.do(a, "e", "first", "1"); r.Status != parse.StatusAcquired {
+		t.Fatalf("%+v", r)
+	}
+	h.advance(1500 * time.Millisecond)
+	// Lapsed and not yet pruned: w still reports the lost grant.
+	h.gc()
+	wantStatus(t, h.do(a, "w", "first", "0"), parse.StatusErrorLeaseExpired)
+	sess := h.eng.sessions.get(a)
+	sh := &h.eng.shards[0]
+	for round := range 50 {
+		for i := range 100 {
+			if r := h.do(a, "e", fmt.Sprintf("k%d.%d", round, i), "1"); r.Status != parse.StatusAcquired {
+				t.Fatalf("%+v", r)
+			}
+		}
+		h.advance(1500 * time.Millisecond) // lapse
+		h.gc()
+		if n := sh.lapsed.n; n != 100 {
+			t.Fatalf("round %d: %d lapsed grants, want 100 until their keys are pruned", round, n)
+		}
+		h.advance(2 * time.Second) // idle for gc-max-idle
+		h.gc()
+		if n := sh.lapsed.n; n != 0 {
+			t.Fatalf("round %d: %d lapsed grants kept after GC", round, n)
+		}
+		if n := len(sess.enq[nsLock]); n > 2*100+minCompact {
+			t.Fatalf("round %d: %d enqueue entries for 100 live ones", round, n)
+		}
+		if sh.nfree > maxFreeSlots {
+			t.Fatalf("%d free slots kept", sh.nfree)
+		}
+	}
+	// A pruned lapsed grant is no longer enqueued, as in dflockd once it
+	// has evicted the key's state.
+	wantStatus(t, h.do(a, "w", "k49.0", "0"), parse.StatusErrorNotEnqueued)
+	if n := h.eng.Keys(); n != 0 {
+		t.Fatalf("%d keys after GC", n)
+	}
+}
+
 func TestEnqueueThenReleaseClearsState(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()

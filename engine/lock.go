@@ -193,6 +193,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r.holders.remove(sl)
 	sh.wheel.Cancel(&sl.timer)
 	sl.state = slotLapsed
+	sh.lapsed.pushBack(sl)
 	sh.watchEventLocked(evRelease, r.key)
 	sh.handOffLocked(r, now)
 }

@@ -52,7 +52,8 @@ package engine
 //   - GC (§D.6) prunes keys with no holders and no waiters whose last
 //     activity (acquire, enqueue, wait, release, hand-off, timeout or
 //     disconnect cleanup touching the key; not a wrong token) is at least
-//     --gc-max-idle old.
+//     --gc-max-idle old, and with them the lapsed two-phase grants on
+//     those keys (a later w answers error_not_enqueued).
 //
 // Timers that fall due on the same millisecond and key may fire in either
 // order (the spec does not order them, nor does the wheel); when a lease
@@ -504,6 +505,12 @@ func (m *model) closeClaim(si, id int, holds bool, now int64) {
 func (m *model) gc(now int64) {
 	for rk, r := range m.res {
 		if r.idle() && now-r.lastActive >= m.cfg.gcIdle {
+			// A lapsed grant goes with its key: w then finds no enqueue.
+			for _, sl := range m.slots {
+				if sl.rk == rk && sl.state == slotLapsed {
+					m.free(sl)
+				}
+			}
 			delete(m.res, rk)
 			m.keys--
 		}

@@ -26,7 +26,11 @@ type session struct {
 	// what the session really holds.
 	claims []claim
 	// enq is the two-phase state per (namespace, key), consumed by w.
-	enq [numNamespaces]map[string]claim
+	// Entries whose slot was freed by someone else (a release by token,
+	// the GC forgetting a lapsed grant) go stale; rememberEnqueued sweeps
+	// them once the map has doubled since the last sweep.
+	enq      [numNamespaces]map[string]claim
+	enqSweep [numNamespaces]int // len(enq[ns]) that triggers the next sweep
 	// pop is the session's last blocking pop; its done flag (under its
 	// shard lock) says whether it still waits.
 	pop *popWaiter
@@ -81,10 +85,47 @@ func (s *session) enqueued(ns namespace, key []byte) *slot {
 }
 
 func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
-	if s.enq[ns] == nil {
-		s.enq[ns] = make(map[string]claim)
+	m := s.enq[ns]
+	if m == nil {
+		m = make(map[string]claim)
+		s.enq[ns] = m
 	}
-	s.enq[ns][key] = claim{sl: sl, gen: sl.gen.Load()}
+	if len(m) >= max(s.enqSweep[ns], minCompact) {
+		m = s.sweepEnqueued(ns)
+	}
+	m[key] = claim{sl: sl, gen: sl.gen.Load()}
+}
+
+// sweepEnqueued drops the stale entries of enq[ns]. A Go map never
+// returns the room of deleted entries, so when most are stale the live
+// ones move to a new map. A stale claim never comes back to life (gen
+// only grows), so reading gen without the slot's shard lock is safe here.
+func (s *session) sweepEnqueued(ns namespace) map[string]claim {
+	m := s.enq[ns]
+	live := 0
+	for _, c := range m {
+		if c.live() {
+			live++
+		}
+	}
+	if live < len(m)/2 {
+		fresh := make(map[string]claim, live)
+		for k, c := range m {
+			if c.live() {
+				fresh[k] = c
+			}
+		}
+		m = fresh
+		s.enq[ns] = m
+	} else {
+		for k, c := range m {
+			if !c.live() {
+				delete(m, k)
+			}
+		}
+	}
+	s.enqSweep[ns] = 2 * len(m)
+	return m
 }
 
 func (s *session) forgetEnqueued(ns namespace, key []byte) {

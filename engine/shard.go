@@ -75,6 +75,12 @@ type shard struct {
 	// about; only an earlier one needs telling.
 	published timerwheel.Tick
 	free      *slot // singly linked through next
+	nfree     int   // length of free, at most maxFreeSlots
+	// lapsed holds the shard's lapsed two-phase grants (slotLapsed),
+	// linked through prev/next, so that the GC can forget them with their
+	// idle key: nothing else would, and a session that never sends w
+	// could pile them up for as long as it stays connected.
+	lapsed slotList
 	// fx collects the effects of the command holding the lock: set by
 	// lock, cleared by unlock.
 	fx *Effects
@@ -136,6 +142,15 @@ func (s *shard) touchLocked(r *resource, now timerwheel.Instant) { r.lastActive 
 // no effects on sessions (gc evicts expired holders before, in key order).
 func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	old := func(t timerwheel.Tick) bool { return now.Tick()-t >= timerwheel.Tick(maxIdle) }
+	// A lapsed grant is forgotten with its key, as dflockd forgets it when
+	// it evicts the key's state: its w then answers error_not_enqueued.
+	for sl := s.lapsed.head; sl != nil; {
+		next := sl.next
+		if r := sl.res; r.idle() && old(r.lastActive) {
+			s.freeSlotLocked(sl)
+		}
+		sl = next
+	}
 	for _, m := range s.res {
 		for k, r := range m {
 			if r.idle() && old(r.lastActive) {
@@ -167,6 +182,7 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 	sl := s.free
 	if sl != nil {
 		s.free = sl.next
+		s.nfree--
 		sl.next = nil
 	} else {
 		sl = &slot{sh: s}
@@ -178,16 +194,29 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 
 // freeSlotLocked returns a slot to the free list and invalidates records of it.
 func (s *shard) freeSlotLocked(sl *slot) {
+	if sl.state == slotLapsed {
+		s.lapsed.remove(sl)
+	}
 	s.wheel.Cancel(&sl.timer)
 	sl.gen.Add(1)
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil
 	sl.twoPhase, sl.blocked, sl.elect, sl.writer = false, false, false, false
 	sl.tag, sl.fence = 0, 0
-	sl.prev = nil
+	sl.prev, sl.next = nil, nil
+	if s.nfree >= maxFreeSlots {
+		return // a burst's slots go back to the Go heap
+	}
 	sl.next = s.free
 	s.free = sl
+	s.nfree++
 }
+
+// maxFreeSlots bounds each shard's free list: enough to serve the
+// steady churn of grants and releases without allocating, while the
+// slots of a burst of waiters (thousands on one shard) are not kept for
+// the life of the process.
+const maxFreeSlots = 32
 
 // armLocked (re)starts a timer of this shard and tells the driver if this
 // is now the shard's earliest deadline.

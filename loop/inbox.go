@@ -47,6 +47,9 @@ type loopState struct {
 	// (and their backlog figures stay true) instead of all at the end of
 	// the burst.
 	pushBytes atomic.Int64
+	// traffic counts OnTraffic calls, for the idle memory release
+	// (release.go); only this loop writes it.
+	traffic atomic.Uint64
 	// Loop-confined below.
 	spare   []delivery      // the other half of the inbox double buffer
 	scratch session.Scratch // the sessions' working memory (one call at a time)
@@ -135,13 +138,25 @@ func (lp *loopState) apply(items []delivery) {
 		}
 		*d = delivery{}
 	}
+	if cap(items) > keepDeliveries {
+		items = nil // a burst's inbox is not kept
+	}
 	lp.spare = items[:0]
 	for i, cs := range lp.dirty {
 		cs.sess.FlushPushes()
 		lp.dirty[i] = nil
 	}
+	if cap(lp.dirty) > keepDeliveries {
+		lp.dirty = nil
+	}
 	lp.dirty = lp.dirty[:0]
+	lp.scratch.Trim()
 }
+
+// keepDeliveries bounds the inbox buffers a loop keeps between drains
+// (each entry 152 bytes): a signal to thousands of this loop's receivers
+// allocates its own and lets it go.
+const keepDeliveries = 1024
 
 // pushSize is what a push costs the inbox's push budget.
 func pushSize(r *engine.Result) int64 { return int64(len(r.Push.A) + len(r.Push.B) + 16) }

@@ -76,7 +76,8 @@ type Server struct {
 	}
 	loopList []*loopState // by read-timer target index; filled by loopFor (guarded by mu)
 	conns    atomic.Int64
-	gdPort   int // local port of the godistlock listener, 0 = none
+	gdPort   int            // local port of the godistlock listener, 0 = none
+	quiet    *quietReleaser // OnTick's only
 }
 
 // New builds the engine, the session hub and the server.
@@ -90,7 +91,7 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	s := &Server{cfg: cfg, clock: clock}
+	s := &Server{cfg: cfg, clock: clock, quiet: newQuietReleaser()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
 	ecfg := cfg.Engine
 	ecfg.Profile = cfg.Profile
@@ -246,6 +247,7 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	cs.closed = true
 	cs.lp.rt.stop(cs)
 	cs.sess.Closed()
+	cs.lp.scratch.Trim()
 	s.conns.Add(-1)
 	return gnet.None
 }
@@ -256,15 +258,19 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok || cs == nil {
 		return gnet.Close
 	}
+	cs.lp.traffic.Add(1)
 	cs.lp.beginTraffic()
 	action := cs.traffic()
 	cs.lp.endTraffic()
+	cs.lp.scratch.Trim()
 	return action
 }
 
-// OnTick runs housekeeping on gnet's ticker goroutine: idle-key GC.
+// OnTick runs housekeeping on gnet's ticker goroutine: idle-key GC, and
+// the heap handed back once the server is quiet.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.hub.GC()
+	s.quiet.tick(s.traffic())
 	return s.cfg.GCInterval, gnet.None
 }
 

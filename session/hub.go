@@ -209,6 +209,9 @@ func (h *Hub) Advance(i int, fx *engine.Effects) (timerwheel.Tick, bool) {
 	next, ok := h.eng.AdvanceShard(i, h.clock.Now(), fx)
 	h.Route(fx)
 	fx.Reset()
+	if cap(fx.List) > keepFx {
+		fx.List = nil // a mass expiry's effects are not kept
+	}
 	return next, ok
 }
 

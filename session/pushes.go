@@ -27,6 +27,12 @@ const (
 	PushBudget = 16 << 10
 )
 
+// keepBatch is the push batch capacity a session keeps between batches: a
+// few pushes' worth, since a server may have many thousand idle
+// subscribers; a busier one reallocates per batch, which costs less than
+// the writes it batches.
+const keepBatch = 1 << 10
+
 // A session with unsent output refreshes its backlog figure now and then:
 // a transport may flush on writability without telling the session, so
 // without a look a drained subscriber would keep looking full to
@@ -112,7 +118,7 @@ func (s *Session) flushPushes() {
 	// After the write has been noted in unsent: a reader may count these
 	// bytes twice for a moment, but never misses them.
 	s.backlog.queued.Add(-int64(len(b)))
-	if cap(b) > pushSkip {
+	if cap(b) > keepBatch {
 		b = nil // a burst's buffer is not kept per session
 	}
 	s.backlog.batch = b[:0]

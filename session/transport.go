@@ -53,3 +53,28 @@ type Scratch struct {
 	Args []byte         // the arguments of commands, copied out of the read buffer
 	Fx   engine.Effects // effects of one command, routed at once
 }
+
+// What a Scratch keeps between uses: enough for the replies of a full
+// read and the effects of a busy hand-off. A rare large use (a stats
+// document of thousands of keys, a signal to thousands of receivers)
+// allocates its buffer and lets it go afterwards, so a loop's memory
+// does not stay at its peak for the life of the process.
+const (
+	keepOut  = 64 << 10
+	keepArgs = 16 << 10
+	keepFx   = 1024
+)
+
+// Trim drops buffers a rare large use grew past what is worth keeping.
+// Transports call it between events, when nothing refers to them.
+func (sc *Scratch) Trim() {
+	if cap(sc.Out) > keepOut {
+		sc.Out = make([]byte, 0, 4096)
+	}
+	if cap(sc.Args) > keepArgs {
+		sc.Args = nil
+	}
+	if cap(sc.Fx.List) > keepFx {
+		sc.Fx.List = nil
+	}
+}
