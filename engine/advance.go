@@ -79,17 +79,19 @@ func (e *Engine) collectDue(sh *shard, at timerwheel.Instant) {
 // disarmed and remembered, not acted on.
 func (e *Engine) collectOne(n *timerwheel.Node) {
 	d := dueTimer{node: n, deadline: n.Deadline(), sh: e.adv.cur, seq: len(e.adv.due)}
-	switch o := n.Owner.(type) {
-	case *slot:
+	switch n.Kind {
+	case timerSlot:
+		o := slotOf(n)
 		d.key, d.gen = o.res.key, o.gen.Load()
-	case *kvEntry:
+	case timerKV:
+		o := kvOf(n)
 		d.key, d.gen = o.key, o.ver
-	case *popWaiter:
-		d.key = o.l.key
-	case *barrierWaiter:
-		d.key = o.b.key
+	case timerPop:
+		d.key = popOf(n).l.key
+	case timerBarrier:
+		d.key = barrierWaiterOf(n).b.key
 	default:
-		panic(fmt.Sprintf("engine: timer with unknown owner %T", o))
+		panic(fmt.Sprintf("engine: timer of unknown kind %d", n.Kind))
 	}
 	e.adv.due = append(e.adv.due, d)
 }
@@ -119,8 +121,9 @@ func (s *shard) fireLocked(d *dueTimer, now timerwheel.Instant) {
 	if n.Armed() || n.Deadline() != d.deadline {
 		return
 	}
-	switch o := n.Owner.(type) {
-	case *slot:
+	switch n.Kind {
+	case timerSlot:
+		o := slotOf(n)
 		if o.gen.Load() != d.gen {
 			return
 		}
@@ -130,16 +133,16 @@ func (s *shard) fireLocked(d *dueTimer, now timerwheel.Instant) {
 		case slotHolding:
 			s.leaseEndedLocked(o, now)
 		}
-	case *kvEntry:
-		if s.kv[o.key] == o && o.ver == d.gen {
+	case timerKV:
+		if o := kvOf(n); s.kv[o.key] == o && o.ver == d.gen {
 			s.deleteKVLocked(o)
 		}
-	case *popWaiter:
-		if !o.done {
+	case timerPop:
+		if o := popOf(n); !o.done {
 			s.popTimedOutLocked(o)
 		}
-	case *barrierWaiter:
-		if !o.done {
+	case timerBarrier:
+		if o := barrierWaiterOf(n); !o.done {
 			s.barrierTimedOutLocked(o)
 		}
 	}

@@ -68,7 +68,7 @@ func (e *Engine) bwait(s *session, r *parse.Request, now timerwheel.Instant, fx 
 		return status(parse.StatusError)
 	}
 	w := &barrierWaiter{sh: sh, b: b, sess: s}
-	w.timer.Owner = w
+	w.timer.Kind = timerBarrier
 	b.parts.pushBack(w)
 	s.bar = w
 	sh.armLocked(&w.timer, now.After(r.Timeout*1000))

@@ -14,7 +14,8 @@ import (
 
 // Defaults; each matches dflockd's (spec §E.2) unless noted.
 const (
-	DefaultShards   = 256 // ≥ 8 × loops on common hosts keeps shard contention rare
+	DefaultShards   = 256     // ≥ 8 × loops on common hosts keeps shard contention rare
+	MaxShards       = 1 << 16 // a slot records its shard in 16 bits
 	DefaultLease    = 33 * time.Second
 	DefaultMaxLocks = 1024
 	DefaultGCIdle   = 60 * time.Second
@@ -25,7 +26,7 @@ const (
 
 // Config tunes an Engine. The zero value of every field means its default.
 type Config struct {
-	Shards       int           // rounded up to a power of two
+	Shards       int           // rounded up to a power of two, at most MaxShards
 	DefaultLease time.Duration // lease when a request names none
 	MaxLocks     int           // distinct lock + semaphore keys; <0 = unlimited
 	MaxWaiters   int           // queued waiters per key; 0 = unlimited
@@ -95,6 +96,7 @@ func New(cfg Config) *Engine {
 	if cfg.Shards <= 0 {
 		cfg.Shards = DefaultShards
 	}
+	cfg.Shards = min(cfg.Shards, MaxShards)
 	shards := 1
 	for shards < cfg.Shards {
 		shards <<= 1

@@ -66,7 +66,7 @@ func (e *Engine) kvOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Res
 			return status(parse.StatusErrorMaxKeys)
 		}
 		kv = &kvEntry{key: string(r.Key)}
-		kv.timer.Owner = kv
+		kv.timer.Kind = timerKV
 		sh.kv[kv.key] = kv
 	}
 	kv.value = string(r.Value)

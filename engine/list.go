@@ -119,7 +119,7 @@ func (e *Engine) listOp(id SessionID, r *parse.Request, now timerwheel.Instant, 
 	}
 	s := e.mustSession(id)
 	w := &popWaiter{sh: sh, l: l, sess: s, op: r.Op.String()}
-	w.timer.Owner = w
+	w.timer.Kind = timerPop
 	l.waiters.pushBack(w)
 	l.lastActive = now.Tick()
 	s.pop = w

@@ -246,7 +246,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, fx *Effects) {
 	for _, holds := range [2]bool{false, true} {
 		for _, c := range s.claims {
 			sl := c.sl
-			sh := sl.sh
+			sh := &e.shards[sl.shard]
 			sh.lock(fx)
 			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
 				e.dropClaimLocked(sh, sl, now)

@@ -185,8 +185,8 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 		s.nfree--
 		sl.next = nil
 	} else {
-		sl = &slot{sh: s}
-		sl.timer.Owner = sl
+		sl = &slot{shard: uint16(s.index)}
+		sl.timer.Kind = timerSlot
 	}
 	sl.res, sl.sess = r, sess
 	return sl

@@ -24,7 +24,10 @@ const (
 // session's record of it stays valid for disconnect cleanup, whichever
 // goroutine granted it.
 type slot struct {
-	sh    *shard
+	// timer is the acquire/wait timeout while waiting and the lease while
+	// holding; one node suffices because the two never overlap. It is the
+	// first field: a fired node is converted back to its slot (timers.go).
+	timer timerwheel.Node
 	res   *resource
 	sess  *session
 	state slotState
@@ -38,11 +41,11 @@ type slot struct {
 	// elect: an elect claim; its grant makes the session the key's leader
 	// (election.go).
 	elect bool
-	lease int64  // lease TTL in ms, fixed at acquire time
-	fence uint64 // of the grant; the token's salt is derived from it (token.go)
-	// timer is the acquire/wait timeout while waiting and the lease while
-	// holding; one node suffices because the two never overlap.
-	timer      timerwheel.Node
+	// shard is the index of the shard the slot belongs to, for ever (free
+	// slots stay on their shard's list), so it may be read without a lock.
+	shard      uint16
+	lease      int64  // lease TTL in ms, fixed at acquire time
+	fence      uint64 // of the grant; the token's salt is derived from it (token.go)
 	prev, next *slot
 	// gen changes every time the slot is freed, so a session's stale record
 	// of a recycled slot is recognisable. Written under the shard lock,

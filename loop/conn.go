@@ -13,11 +13,12 @@ import (
 // conn is a gnet connection as a session.Transport. Every method but Post
 // runs on the connection's event loop.
 type conn struct {
-	c    gnet.Conn
-	lp   *loopState
-	sess *session.Session
 	// timer is the session's one timer, in its loop's wheel (readtimer.go).
+	// It is the first field: a fired node converts back to its conn.
 	timer  timerwheel.Node
+	c      gnet.Conn
+	lp     *loopState
+	sess   *session.Session
 	closed bool
 }
 

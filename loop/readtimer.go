@@ -3,6 +3,7 @@ package loop
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -76,5 +77,5 @@ func (t *readTimer) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
 }
 
 func (t *readTimer) collect(n *timerwheel.Node) {
-	t.due = append(t.due, n.Owner.(*conn))
+	t.due = append(t.due, (*conn)(unsafe.Pointer(n))) // conn.timer is its first field
 }

@@ -227,7 +227,6 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	cs := &conn{c: c, lp: s.loopFor(c)}
-	cs.timer.Owner = cs
 	proto := session.Dflockd
 	if s.isGodistlock(c) {
 		proto = session.Godistlock

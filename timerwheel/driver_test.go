@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // testTarget is a Target built the way the engine's shards are: a wheel
@@ -330,6 +331,13 @@ func TestDriverLifecycle(t *testing.T) {
 }
 
 // armed is when a node of TestDriverRealClock started, and its span.
+// armedNode is a timer with its start; the Node comes first, so a fired
+// node converts back to it.
+type armedNode struct {
+	Node
+	armed armed
+}
+
 type armed struct {
 	at Instant
 	ms int64
@@ -363,7 +371,7 @@ func TestDriverRealClock(t *testing.T) {
 	for _, tt := range tts[:targets] {
 		tt.budget = 16
 		tt.fire = func(n *Node, _ Tick) {
-			a := n.Owner.(*armed)
+			a := &(*armedNode)(unsafe.Pointer(n)).armed
 			if clock.Now() < a.at+Instant(a.ms)*Instant(time.Millisecond) {
 				early.Add(1)
 			}
@@ -379,14 +387,13 @@ func TestDriverRealClock(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			nodes := make([]Node, perWork)
-			starts := make([]armed, perWork)
+			nodes := make([]armedNode, perWork)
 			for i := range nodes {
 				tt := tts[rng.IntN(targets)]
-				starts[i] = armed{at: clock.Now(), ms: int64(rng.IntN(30))}
-				nodes[i].Owner = &starts[i]
-				tt.arm(&nodes[i], starts[i].at.After(starts[i].ms))
-				if rng.IntN(5) == 0 && tt.cancel(&nodes[i]) {
+				a := &nodes[i].armed
+				*a = armed{at: clock.Now(), ms: int64(rng.IntN(30))}
+				tt.arm(&nodes[i].Node, a.at.After(a.ms))
+				if rng.IntN(5) == 0 && tt.cancel(&nodes[i].Node) {
 					settle()
 				}
 				if rng.IntN(50) == 0 {

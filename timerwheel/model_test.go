@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // modelSeeds overrides the seed count for soak runs:
@@ -55,7 +56,6 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		armed: make([]bool, numNodes),
 	}
 	for i := range m.nodes {
-		m.nodes[i].Owner = i
 		m.items[i] = refItem{id: i, index: -1}
 	}
 	for step := range steps {
@@ -169,7 +169,7 @@ func (m *model) advance() {
 	fired := 0
 	m.firing = true
 	more := w.Advance(target, budget, func(n *Node) {
-		id := n.Owner.(int)
+		id := m.idOf(n)
 		it := &m.items[id]
 		fired++
 		switch {
@@ -250,4 +250,9 @@ func (m *model) check(seed uint64, step int) {
 	case min > now && min>>slotBits == now>>slotBits && next != min:
 		m.t.Fatalf("seed %d step %d: level-0 NextDeadline %d, want exact %d", seed, step, next, min)
 	}
+}
+
+// idOf is the index of n in m.nodes.
+func (m *model) idOf(n *Node) int {
+	return int((uintptr(unsafe.Pointer(n)) - uintptr(unsafe.Pointer(&m.nodes[0]))) / unsafe.Sizeof(Node{}))
 }
