@@ -342,8 +342,17 @@ type quietLogger struct {
 	logf func(format string, args ...any)
 }
 
-func (l quietLogger) Debugf(string, ...any)     {}
-func (l quietLogger) Infof(string, ...any)      {}
-func (l quietLogger) Warnf(f string, a ...any)  { l.logf("gnet: "+f, a...) }
+func (l quietLogger) Debugf(string, ...any) {}
+func (l quietLogger) Infof(string, ...any)  {}
+func (l quietLogger) Warnf(f string, a ...any) {
+	if strings.Contains(f, "of a stale connection") {
+		// An event for a socket closed earlier in the same epoll batch
+		// (a write to a peer that hung up closes it at once): gnet drops
+		// it; nothing for an operator to act on, and a mass disconnect
+		// would print one line per socket.
+		return
+	}
+	l.logf("gnet: "+f, a...)
+}
 func (l quietLogger) Errorf(f string, a ...any) { l.logf("gnet: "+f, a...) }
 func (l quietLogger) Fatalf(f string, a ...any) { l.logf("gnet: "+f, a...) }
