@@ -49,7 +49,8 @@ const routeShards = 64
 type routeShard struct {
 	mu sync.RWMutex
 	m  map[engine.SessionID]*Session
-	_  [40]byte
+	ep map[engine.SessionID]Endpoint
+	_  [32]byte
 }
 
 // NewHub returns the hub of the sessions of e, reading time from clock.
@@ -72,6 +73,7 @@ func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
 	}
 	for i := range h.routes {
 		h.routes[i].m = make(map[engine.SessionID]*Session)
+		h.routes[i].ep = make(map[engine.SessionID]Endpoint)
 	}
 	return h
 }
@@ -170,7 +172,12 @@ func (h *Hub) Route(fx *engine.Effects) (receivers int) {
 				receivers++
 			}
 		default:
-			s = h.lookup(to)
+			if s = h.lookup(to); s == nil {
+				if e := h.endpoint(to); e != nil {
+					e.Post(f.Result)
+				}
+				continue
+			}
 		}
 		if s == nil {
 			continue
@@ -216,3 +223,71 @@ func (h *Hub) Advance(i int, fx *engine.Effects) (timerwheel.Tick, bool) {
 }
 
 func pushLen(p *engine.Push) int { return parse.PushLen(p.Kind, p.A, p.B) }
+
+// An Endpoint is an engine session that is not a protocol session over a
+// byte stream: an HTTP session, which calls the engine directly. The hub
+// hands it the results addressed to it (the late reply of a parked
+// request: a grant, a timeout, an error) through Post, from any
+// goroutine, without blocking. Endpoints never register for pushes.
+type Endpoint interface {
+	Post(r engine.Result)
+}
+
+// OpenEndpoint opens an engine session for e: it has a connection id in
+// the same space as the protocol sessions', queues in the same FIFOs, and
+// counts in stats' connections.
+func (h *Hub) OpenEndpoint(e Endpoint) engine.SessionID {
+	var fx engine.Effects
+	id := h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: h.clock.Now()}, &fx).Session
+	rs := h.routeShard(id)
+	rs.mu.Lock()
+	rs.ep[id] = e
+	rs.mu.Unlock()
+	h.conns.Add(1)
+	return id
+}
+
+// CloseEndpoint ends an endpoint's engine session with the disconnect
+// cleanup of spec §D.4 (its holds released, its waits cancelled as
+// --auto-release-on-disconnect says) and routes what that did.
+func (h *Hub) CloseEndpoint(id engine.SessionID) {
+	rs := h.routeShard(id)
+	rs.mu.Lock()
+	_, ok := rs.ep[id]
+	delete(rs.ep, id)
+	rs.mu.Unlock()
+	if !ok {
+		return
+	}
+	h.conns.Add(-1)
+	var fx engine.Effects
+	h.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: id, At: h.clock.Now()}, &fx)
+	h.Route(&fx)
+}
+
+// endpoint returns the open endpoint id names, or nil.
+func (h *Hub) endpoint(id engine.SessionID) Endpoint {
+	rs := h.routeShard(id)
+	rs.mu.RLock()
+	e := rs.ep[id]
+	rs.mu.RUnlock()
+	return e
+}
+
+// Apply runs a command for an endpoint (or any caller outside a protocol
+// session) at the hub clock's time and routes its effects; safe from any
+// goroutine. A Blocked result is answered later through the endpoint's
+// Post.
+func (h *Hub) Apply(c *engine.Command) engine.Result {
+	c.At = h.clock.Now()
+	fx := effectsPool.Get().(*engine.Effects)
+	r := h.eng.Apply(c, fx)
+	h.Route(fx)
+	fx.Reset()
+	if cap(fx.List) <= keepFx {
+		effectsPool.Put(fx)
+	}
+	return r
+}
+
+var effectsPool = sync.Pool{New: func() any { return new(engine.Effects) }}
