@@ -70,7 +70,7 @@ func TestKV(t *testing.T) {
 
 func TestLists(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
+	srv := testserver.Start(t, "--compat=rf") // its stats show pop waiters
 	c, popper := dial(t, srv.Addr()), dial(t, srv.Addr())
 	if n, err := client.RPush(c, "q", "b c"); err != nil || n != 1 {
 		t.Fatalf("RPush = %d, %v", n, err)
@@ -122,7 +122,7 @@ func TestLists(t *testing.T) {
 
 func TestBarrierWait(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
+	srv := testserver.Start(t, "--compat=rf") // its stats show barrier participants
 	addr := srv.Addr()
 	results := make(chan bool, 3)
 	for range 3 {

@@ -37,6 +37,14 @@ const (
 	KindOwnRelease
 	KindFenceRenew // Fence
 	KindHolder
+	// KindCancel withdraws the session's parked request (its caller gave
+	// up, e.g. an HTTP client went away): with Tag 0 the one parked
+	// l/sl/rl/wl/elect, w/sw/rw/ww, blpop/brpop or bwait, else the parked
+	// tagged acquire with that Tag. The request ends with no delivery, as
+	// if it had never been made (a w's enqueue state is consumed, as by a
+	// timeout). Result.Int is 1 if a parked request was withdrawn, 0 if
+	// none was: its delivery may then already be on its way.
+	KindCancel
 )
 
 // Command is one input to the engine: everything Apply needs, so that the

@@ -201,6 +201,21 @@ func (g *detGen) step() {
 	case x < 43:
 		g.run(Command{Kind: KindGC})
 		return
+	case x < 46:
+		// A parked request withdrawn, as an HTTP client that went away.
+		var parked []SessionID
+		for _, s := range g.live {
+			if g.parked[s] {
+				parked = append(parked, s)
+			}
+		}
+		if len(parked) > 0 {
+			s := g.pick64(parked)
+			if r := g.run(Command{Kind: KindCancel, Session: s}); r.Int == 1 {
+				delete(g.parked, s)
+			}
+		}
+		return
 	case x < 50 && len(g.live) > 8:
 		i := g.rng.IntN(len(g.live))
 		s := g.live[i]
@@ -339,6 +354,8 @@ func (g *detGen) name(c *Command) string {
 		return "fence-renew"
 	case KindHolder:
 		return "holder"
+	case KindCancel:
+		return "cancel"
 	}
 	return "?"
 }

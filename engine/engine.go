@@ -181,6 +181,8 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 		return e.renewFence(e.mustSession(c.Session), c, fx)
 	case KindHolder:
 		return e.holderFence(c, fx)
+	case KindCancel:
+		return e.cancel(e.mustSession(c.Session), c.Tag, c.At, fx)
 	default:
 		panic("engine: Apply of an unknown command kind")
 	}

@@ -116,6 +116,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 	sl.fence = f
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
+	sh.counts.grants++
 	sh.armLocked(&sl.timer, now.After(sl.lease))
 	switch {
 	case sl.elect:
@@ -165,6 +166,7 @@ func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Instant) {
 // the caller hands the capacity on.
 func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
 	r := sl.res
+	sh.counts.releases++
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
 	sh.watchEventLocked(event, r.key)
@@ -185,12 +187,14 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 // expireHolderLocked ends a lease. A two-phase grant nobody has observed
 // yet lapses instead of being freed, so its w can report the loss.
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
+	sh.counts.expiries++
 	if !sl.twoPhase {
 		sh.releaseHolderLocked(sl, now)
 		return
 	}
 	r := sl.res
 	r.holders.remove(sl)
+	sh.counts.releases++
 	sh.wheel.Cancel(&sl.timer)
 	sl.state = slotLapsed
 	sh.lapsed.pushBack(sl)
@@ -200,6 +204,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 
 // timeoutWaiterLocked ends a wait whose timeout fired.
 func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
+	sh.counts.timeouts++
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
 	if blocked {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/dflockd-ng/dflockd/parse"
 	"sync"
 	"sync/atomic"
 
@@ -274,6 +275,54 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, fx *Effects) {
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}
 	e.sessions.close(s)
+}
+
+// cancel (KindCancel) withdraws s's parked request: the blocked waiter
+// with the given tag (0 for the untagged one), or, with tag 0, its
+// blocking pop or barrier wait.
+func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effects) Result {
+	for _, c := range s.claims {
+		if !c.live() {
+			continue
+		}
+		sl := c.sl
+		sh := &e.shards[sl.shard]
+		sh.lock(fx)
+		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == tag
+		if found {
+			sh.dropWaiterLocked(sl, now)
+		}
+		sh.unlock()
+		if found {
+			return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+		}
+	}
+	if tag == 0 {
+		if w := s.pop; w != nil {
+			w.sh.lock(fx)
+			found := !w.done
+			if found {
+				w.sh.endPopLocked(w)
+				w.sh.dropEmptyListLocked(w.l)
+			}
+			w.sh.unlock()
+			if found {
+				return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+			}
+		}
+		if w := s.bar; w != nil {
+			w.sh.lock(fx)
+			found := !w.done
+			if found {
+				w.sh.leaveBarrierLocked(w)
+			}
+			w.sh.unlock()
+			if found {
+				return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+			}
+		}
+	}
+	return Result{Status: parse.StatusOK, Kind: KindInt}
 }
 
 // dropClaimLocked ends one of a closing session's claims.

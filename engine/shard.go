@@ -84,7 +84,10 @@ type shard struct {
 	// fx collects the effects of the command holding the lock: set by
 	// lock, cleared by unlock.
 	fx *Effects
-	_  [64]byte // keep neighbouring shards' mutexes off one cache line
+	// counts are this shard's share of Engine.Metrics: plain increments,
+	// since the shard lock is held anyway.
+	counts shardCounts
+	_      [64]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {

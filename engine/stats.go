@@ -14,18 +14,31 @@ import (
 // pattern and group), so the same state always reports the same. The
 // fence state is the caller's to add: it knows the durable ceiling.
 func (e *Engine) Stats(at timerwheel.Instant, connections int) *parse.Stats {
+	return e.stats(at, connections, true)
+}
+
+// LockStats is Stats with only what the v1 and v2 documents show: locks
+// and semaphores, busy and idle (the other arrays are empty).
+func (e *Engine) LockStats(at timerwheel.Instant, connections int) *parse.Stats {
+	return e.stats(at, connections, false)
+}
+
+func (e *Engine) stats(at timerwheel.Instant, connections int, all bool) *parse.Stats {
 	st := &parse.Stats{
 		Connections: connections,
 		Locks:       []parse.LockStat{}, Semaphores: []parse.SemStat{}, RWLocks: []parse.RWStat{},
 		IdleLocks: []parse.IdleStat{}, IdleSemaphores: []parse.IdleStat{}, Counters: []parse.CounterStat{},
 		KVEntries: []parse.KVStat{}, Lists: []parse.ListStat{}, Barriers: []parse.BarrierStat{},
-		SignalChannels: e.signalStats(), WatchChannels: e.watchStats(),
+		SignalChannels: []parse.SignalStat{}, WatchChannels: []parse.WatchStat{},
+	}
+	if all {
+		st.SignalChannels, st.WatchChannels = e.signalStats(), e.watchStats()
 	}
 	now := at.Tick()
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		e.collectStatsLocked(sh, st, now)
+		e.collectStatsLocked(sh, st, now, all)
 		sh.mu.Unlock()
 	}
 	byKey := func(a, b string) int { return strings.Compare(a, b) }
@@ -79,11 +92,11 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 // semaphore); v1.10 and the rf line have one map and list limit-1
 // resources as locks. Lock entries carry their holder's fence; only the
 // rf document shows it (parse.AppendStats).
-func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.Tick) {
+func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.Tick, all bool) {
 	for ns, m := range sh.res {
 		for _, r := range m {
 			if r.rw {
-				if !r.idle() { // idle read-write locks are not listed (§F.1)
+				if all && !r.idle() { // idle read-write locks are not listed (§F.1)
 					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
 				}
 				continue
@@ -110,6 +123,9 @@ func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.T
 			}
 			st.Locks = append(st.Locks, ls)
 		}
+	}
+	if !all {
+		return
 	}
 	for k, ctr := range sh.counters {
 		st.Counters = append(st.Counters, parse.CounterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})

@@ -51,17 +51,22 @@ type loopState struct {
 	// (release.go); only this loop writes it.
 	traffic atomic.Uint64
 	// Loop-confined below.
-	spare   []delivery      // the other half of the inbox double buffer
-	scratch session.Scratch // the sessions' working memory (one call at a time)
-	dirty   []*conn         // connections with pushes batched by this drain
-	drain   gnet.Runnable
-	rt      readTimer
-	pauser  readPauser // stops reading sockets whose output is over the bound
+	spare    []delivery       // the other half of the inbox double buffer
+	scratch  session.Scratch  // the sessions' working memory (one call at a time)
+	counters session.Counters // this loop's request counts, if Config.Count
+	dirty    []*conn          // connections with pushes batched by this drain
+	drain    gnet.Runnable
+	rt       readTimer
+	pauser   readPauser // stops reading sockets whose output is over the bound
 }
 
 func newLoopState(s *Server, el gnet.EventLoop) *loopState {
 	lp := &loopState{srv: s, el: el}
 	lp.scratch.Out = make([]byte, 0, 4096)
+	if s.cfg.Count {
+		lp.scratch.Counters = &lp.counters
+		s.hub.RegisterCounters(&lp.counters)
+	}
 	lp.drain = gnet.RunnableFunc(lp.drainInbox)
 	lp.rt.init(lp, s.clock.Now().Tick())
 	return lp

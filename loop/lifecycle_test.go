@@ -2,10 +2,15 @@ package loop
 
 import (
 	"context"
+	"errors"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/parse"
 )
 
 func TestMaxConnectionsClosesSilently(t *testing.T) {
@@ -66,4 +71,48 @@ func waitersOnServer(t *testing.T, ts *testServer, k string) int {
 		}
 	}
 	return 0
+}
+
+// A drain closes the listener: a new client is refused by the kernel at
+// once, while an open connection keeps being served (v1 serves it
+// normally through a drain), and the server stops when it leaves. The
+// per-IP cap closes a client's extra connections silently.
+func TestDrainClosesListenerAndPerIPCap(t *testing.T) {
+	ts, err := startServer(Config{ShutdownTimeout: 10 * time.Second, Profile: parse.ProfileV1,
+		Limiter: &conncap.Limiter{PerIP: 2}}, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := dial(t, ts), dial(t, ts)
+	k := key("drain-v1")
+	tok := a.do("l", k, "0 30", "ok T 30")[1]
+	b.do("stats", "_", "_", "ok *")
+	extra := dial(t, ts)
+	extra.send("stats", "_", "_")
+	extra.closed() // third connection from 127.0.0.1: silent close (spec §D.1)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- ts.srv.Shutdown(context.Background()) }()
+	waitFor(t, ts.srv.Hub().Draining)
+	waitFor(t, func() bool {
+		c, err := net.DialTimeout("tcp", ts.addr, time.Second)
+		if err != nil {
+			return errors.Is(err, syscall.ECONNREFUSED)
+		}
+		c.Close() // accepted before the listener closed
+		return false
+	})
+	a.do("n", k, tok+" 40", "ok 40") // v1 goes on serving open connections
+	a.do("r", k, tok, "ok")
+	a.c.Close()
+	b.c.Close()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown did not finish after every connection closed")
+	}
+	<-ts.done
 }

@@ -1,8 +1,11 @@
 package loop
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/parse"
 )
 
 // A profile is a server and the reply shapes that differ between the v2
@@ -55,7 +58,14 @@ func (p profile) dial(t *testing.T) *client {
 // (0 when k is not listed or the field is omitted).
 func stat(t *testing.T, ts *testServer, arr, k, field string) float64 {
 	t.Helper()
-	for _, e := range stats(t, ts)[arr].([]any) {
+	// The engine's whole state, in the rf document's shape: the v2 stats
+	// reply shows locks and semaphores only.
+	var doc map[string]any
+	if err := json.Unmarshal(parse.AppendStats(nil, ts.eng.Stats(ts.srv.clock.Now(), 0), parse.ProfileRF), &doc); err != nil {
+		t.Fatal(err)
+	}
+	arrv, _ := doc[arr].([]any)
+	for _, e := range arrv {
 		if m := e.(map[string]any); m["key"] == k {
 			v, _ := m[field].(float64)
 			return v

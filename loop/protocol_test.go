@@ -176,6 +176,9 @@ func TestStatsShape(t *testing.T) {
 			t.Fatalf("stats lacks %q: %v", f, doc)
 		}
 	}
+	if len(doc) != 5 {
+		t.Fatalf("v2 stats has %d keys, want exactly the five of spec §F.1: %v", len(doc), doc)
+	}
 	if n := doc["connections"].(float64); n < 2 {
 		t.Fatalf("connections = %v", n)
 	}

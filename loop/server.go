@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -23,9 +24,16 @@ import (
 
 // Config tunes a Server. The zero value of each field means its default.
 type Config struct {
-	Addr            string        // "tcp://127.0.0.1:6388"
-	Loops           int           // event loops; default runtime.NumCPU()
-	MaxConnections  int           // 0 = unlimited
+	Addr           string // "tcp://127.0.0.1:6388"
+	Loops          int    // event loops; default runtime.NumCPU()
+	MaxConnections int    // 0 = unlimited; ignored when Limiter is set
+	// Limiter, if set, admits connections (--max-connections and
+	// --max-connections-per-ip), shared with the server's other
+	// listeners; else one is made from MaxConnections.
+	Limiter *conncap.Limiter
+	// Events, if set, logs refused connections and, through the session
+	// hub (session.Config.Events), the sessions' incidents; rate limited.
+	Events          *ratelog.Logger
 	GCInterval      time.Duration // idle-key GC period; default 5 s
 	ShutdownTimeout time.Duration // 0 = wait for connections forever
 	Logf            func(format string, args ...any)
@@ -45,13 +53,19 @@ type Config struct {
 	Profile      parse.Profile
 	GodistlockID string
 	Version      string
-	// FenceStats, if set, adds the fence state to stats documents.
-	FenceStats func() *parse.FenceStat
+
+	// Count enables the per-loop request counters a metrics scrape reads
+	// (session.Counters, Hub.Counts).
+	Count bool
 
 	// Engine configures the engine the server builds; its Profile is
 	// Config.Profile, its Start and OnDeadline are the server's, and a
-	// zero TokenKey is replaced by a random one.
+	// zero TokenKey is replaced by a random one (session.NewServerHub).
 	Engine engine.Config
+	// Hub, if set, is the engine and session hub to serve (shared with
+	// other transports); the server then ignores Engine and the session
+	// settings above, and the hub's owner runs its housekeeping.
+	Hub *session.Hub
 }
 
 // Server is a running dflockd protocol endpoint: gnet event loops, the
@@ -63,10 +77,8 @@ type Server struct {
 	hub    *session.Hub
 	clock  timerwheel.Clock
 	timers *timerwheel.Driver // drives every loop's session timers
-	// engTimers drives the engine's shard timers; the engine tells it of
-	// new deadlines through Config.OnDeadline.
-	engTimers *timerwheel.Driver
-	engFx     engine.Effects // the engine driver's scratch
+	// ownHub: the server built its hub and runs its housekeeping.
+	ownHub bool
 
 	mu struct {
 		sync.Mutex
@@ -91,45 +103,22 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = &conncap.Limiter{Max: cfg.MaxConnections}
+	}
 	s := &Server{cfg: cfg, clock: clock, quiet: newQuietReleaser()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
-	ecfg := cfg.Engine
-	ecfg.Profile = cfg.Profile
-	ecfg.Start = clock.Now()
-	if ecfg.TokenKey == (engine.TokenKey{}) {
-		if _, err := rand.Read(ecfg.TokenKey[:]); err != nil {
-			panic("loop: no randomness for the token key: " + err.Error())
-		}
+	s.hub = cfg.Hub
+	if s.hub == nil {
+		ecfg := cfg.Engine
+		s.hub = session.NewServerHub(session.Config{
+			Profile: cfg.Profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+			AuthToken: cfg.AuthToken, GodistlockID: cfg.GodistlockID, Version: cfg.Version, Events: cfg.Events,
+		}, ecfg, clock, cfg.GCInterval)
+		s.ownHub = true
 	}
-	// The engine tells the driver of deadlines from its first command on;
-	// the driver needs the engine's shard count: hence the indirection.
-	var drv atomic.Pointer[timerwheel.Driver]
-	ecfg.OnDeadline = func(i int, at timerwheel.Tick) { drv.Load().Notify(i, at) }
-	s.eng = engine.New(ecfg)
-	targets := make([]timerwheel.Target, s.eng.Shards())
-	for i := range targets {
-		targets[i] = shardTarget{s, i}
-	}
-	s.engTimers = timerwheel.NewDriver(clock, targets)
-	drv.Store(s.engTimers)
-	s.hub = session.NewHub(session.Config{
-		Profile: cfg.Profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
-		AuthToken: cfg.AuthToken, GodistlockID: cfg.GodistlockID, Version: cfg.Version,
-		FenceStats: cfg.FenceStats,
-	}, s.eng, clock)
+	s.eng = s.hub.Engine()
 	return s
-}
-
-// shardTarget drives one engine shard's timers through the hub, which
-// routes what they did.
-type shardTarget struct {
-	s *Server
-	i int
-}
-
-// Expire runs on the engine driver's goroutine only, so engFx is its own.
-func (t shardTarget) Expire(timerwheel.Instant) (timerwheel.Tick, bool) {
-	return t.s.hub.Advance(t.i, &t.s.engFx)
 }
 
 // Engine returns the server's engine.
@@ -150,8 +139,10 @@ func (s *Server) Serve() error {
 	s.timers = timerwheel.NewDriver(s.clock, targets)
 	s.timers.Start()
 	defer s.timers.Stop()
-	s.engTimers.Start()
-	defer s.engTimers.Stop()
+	if s.ownHub {
+		s.hub.Start()
+		defer s.hub.Stop()
+	}
 	addrs, err := s.listenAddrs() // one, or two with godistlock
 	if err != nil {
 		return err
@@ -219,13 +210,18 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 }
 
 // OnOpen admits a connection or closes it silently when over
-// --max-connections or draining (spec §D.1, §I.31).
+// --max-connections or --max-connections-per-ip, or draining (spec §D.1,
+// §I.31).
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	n := s.conns.Add(1)
-	if (s.cfg.MaxConnections > 0 && n > int64(s.cfg.MaxConnections)) || s.hub.Draining() {
-		s.conns.Add(-1)
+	if s.hub.Draining() {
 		return nil, gnet.Close
 	}
+	if !s.cfg.Limiter.Admit(c.RemoteAddr()) {
+		s.cfg.Events.Warn("connection refused: --max-connections or --max-connections-per-ip reached",
+			"remote", c.RemoteAddr().String())
+		return nil, gnet.Close
+	}
+	s.conns.Add(1)
 	cs := &conn{c: c, lp: s.loopFor(c)}
 	proto := session.Dflockd
 	if s.isGodistlock(c) {
@@ -248,6 +244,7 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	cs.sess.Closed()
 	cs.lp.scratch.Trim()
 	s.conns.Add(-1)
+	s.cfg.Limiter.Release(c.RemoteAddr())
 	return gnet.None
 }
 
@@ -265,10 +262,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	return action
 }
 
-// OnTick runs housekeeping on gnet's ticker goroutine: idle-key GC, and
-// the heap handed back once the server is quiet.
+// OnTick runs on gnet's ticker goroutine: the heap handed back once the
+// server is quiet. (The hub's housekeeping prunes idle keys.)
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	s.hub.GC()
 	s.quiet.tick(s.traffic())
 	return s.cfg.GCInterval, gnet.None
 }
@@ -282,6 +278,7 @@ func (s *Server) Connections() int { return int(s.conns.Load()) }
 // ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.hub.Drain()
+	s.stopAccepting()
 	if s.cfg.ShutdownTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
@@ -298,6 +295,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return s.stopGnet()
+}
+
+// stopAccepting closes the listeners for new connections (spec §D.5).
+// Where that fails, OnOpen closes what they still accept.
+func (s *Server) stopAccepting() {
+	s.mu.Lock()
+	e, boot := s.mu.gnet, s.mu.boot
+	s.mu.Unlock()
+	if !boot {
+		return
+	}
+	addrs, err := s.listenAddrs()
+	if err != nil {
+		return
+	}
+	for _, a := range addrs {
+		if err := closeListener(e, a); err != nil {
+			s.cfg.Logf("drain: %v; new connections are closed once accepted", err)
+		}
+	}
 }
 
 func (s *Server) stopGnet() error {

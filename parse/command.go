@@ -64,6 +64,9 @@ const (
 	numOps
 )
 
+// NumOps bounds the Op values, for tables indexed by Op.
+const NumOps = int(numOps)
+
 var opNames = [numOps]string{
 	OpUnknown: "?", OpLock: "l", OpRelease: "r", OpRenew: "n", OpEnqueue: "e", OpWait: "w",
 	OpSemLock: "sl", OpSemRelease: "sr", OpSemRenew: "sn", OpSemEnqueue: "se", OpSemWait: "sw",

@@ -28,6 +28,9 @@ const (
 	numStatuses
 )
 
+// NumStatuses bounds the Status values, for tables indexed by Status.
+const NumStatuses = int(numStatuses)
+
 // statusText is the one place the wire words live (spec §B.14).
 var statusText = [numStatuses]string{
 	StatusOK:                   "ok",

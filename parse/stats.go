@@ -23,7 +23,6 @@ type Stats struct {
 	SignalChannels []SignalStat
 	WatchChannels  []WatchStat
 	Barriers       []BarrierStat
-	Fence          *FenceStat // nil: no fence state to show
 }
 
 // LockStat: Fence is shown by the rf profile only.
@@ -94,21 +93,10 @@ type BarrierStat struct {
 	IdleS        float64 `json:"idle_s"`
 }
 
-// FenceStat shows the fence allocator: the last fence issued, the ceiling
-// durable on disk (with --fence-state-file), and the persister's counters.
-type FenceStat struct {
-	Last     uint64 `json:"last"`
-	Ceiling  uint64 `json:"ceiling,omitempty"`
-	Durable  bool   `json:"durable"`
-	Persists uint64 `json:"persists"`
-	Stalls   uint64 `json:"stalls"`
-	Failed   bool   `json:"failed"`
-}
-
-// statsDoc is the document of the v2 and rf profiles, in the field order
-// of dflockd's redis-feats line, whose shape is a superset of v2's: the v2
-// fields come first, the newer arrays are extras v2 clients ignore.
-type statsDoc struct {
+// statsDocRF is the document of dflockd's redis-feats line: its keys in
+// its order. That line sends signal_channels and watch_channels as null
+// when there are none (nil slices), every other array as [].
+type statsDocRF struct {
 	Connections    int           `json:"connections"`
 	Locks          []LockStat    `json:"locks"`
 	Semaphores     []SemStat     `json:"semaphores"`
@@ -121,11 +109,11 @@ type statsDoc struct {
 	SignalChannels []SignalStat  `json:"signal_channels"`
 	WatchChannels  []WatchStat   `json:"watch_channels"`
 	Barriers       []BarrierStat `json:"barriers"`
-	Fence          *FenceStat    `json:"fence,omitempty"`
 }
 
-// statsDocV1 is dflockd v1.10's document: these five keys only.
-type statsDocV1 struct {
+// statsDocV2 is the document of dflockd v1.10 and v2: these five keys
+// only (spec §F.1).
+type statsDocV2 struct {
 	Connections    int        `json:"connections"`
 	Locks          []LockStat `json:"locks"`
 	Semaphores     []SemStat  `json:"semaphores"`
@@ -133,25 +121,23 @@ type statsDocV1 struct {
 	IdleSemaphores []IdleStat `json:"idle_semaphores"`
 }
 
-// AppendStats appends the stats document of profile p (one line, no LF).
-// Only rf shows the fences of locks.
+// AppendStats appends the stats document of profile p (one line, no LF):
+// v1 and v2 the five keys of dflockd v1.10 and v2, rf that line's
+// document. Only rf shows the fences of locks. (The state of the
+// redis-feats primitives, which every profile serves, is in the rf
+// document only, as in dflockd; the fence allocator's is in /metrics.)
 func AppendStats(dst []byte, st *Stats, p Profile) []byte {
 	var doc any
-	switch p {
-	case ProfileV1:
-		doc = &statsDocV1{Connections: st.Connections, Locks: withoutFences(st.Locks), Semaphores: st.Semaphores,
-			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores}
-	default:
-		locks := st.Locks
-		if p != ProfileRF {
-			locks = withoutFences(locks)
-		}
-		doc = &statsDoc{
-			Connections: st.Connections, Locks: locks, Semaphores: st.Semaphores, RWLocks: st.RWLocks,
+	if p == ProfileRF {
+		doc = &statsDocRF{
+			Connections: st.Connections, Locks: st.Locks, Semaphores: st.Semaphores, RWLocks: st.RWLocks,
 			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores, Counters: st.Counters,
-			KVEntries: st.KVEntries, Lists: st.Lists, SignalChannels: st.SignalChannels,
-			WatchChannels: st.WatchChannels, Barriers: st.Barriers, Fence: st.Fence,
+			KVEntries: st.KVEntries, Lists: st.Lists, SignalChannels: nilIfEmpty(st.SignalChannels),
+			WatchChannels: nilIfEmpty(st.WatchChannels), Barriers: st.Barriers,
 		}
+	} else {
+		doc = &statsDocV2{Connections: st.Connections, Locks: withoutFences(st.Locks), Semaphores: st.Semaphores,
+			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores}
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
@@ -160,6 +146,14 @@ func AppendStats(dst []byte, st *Stats, p Profile) []byte {
 	}
 	b := buf.B
 	return append(dst, b[:len(b)-1]...) // Encode ends with LF; the reply adds its own
+}
+
+// nilIfEmpty makes an empty array encode as null.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // withoutFences returns locks with their fences zeroed (omitted), copying

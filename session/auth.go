@@ -51,6 +51,8 @@ func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Insta
 // failed first request gets (spec §A.5, §B.13), a wrong token, another
 // command, a line too long or a read timeout.
 func (s *Session) refuseAuth(out []byte, now timerwheel.Instant) []byte {
+	s.countReply(parse.StatusErrorAuth)
+	s.hub.cfg.Events.Warn("auth failed", "remote", s.t.RemoteAddr().String())
 	s.closing = true
 	s.deadline = now.After(authCooldown.Milliseconds())
 	s.t.SetTimer(s.deadline)

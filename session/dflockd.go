@@ -97,6 +97,8 @@ func (s *Session) drainLongLine(buf, out []byte, now timerwheel.Instant) (int, [
 		// failed auth like any other.
 		return i + 1, s.refuseAuth(out, now), false
 	}
+	s.countReply(parse.StatusError)
+	s.hub.cfg.Events.Info("protocol error: line too long; closing", "remote", s.t.RemoteAddr().String())
 	return i + 1, parse.AppendStatus(out, parse.StatusError), true
 }
 
@@ -110,16 +112,22 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	req, err := parse.Parse(f)
 	if !profile.Knows(req.Op) {
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
+		req.Op = parse.OpUnknown
 	}
+	s.countRequest(req.Op)
 	if !s.authed {
 		return s.authenticate(out, &req, err, now), false
 	}
 	if s.hub.draining.Load() && profile != parse.ProfileV1 {
 		// v1.10 goes on serving a draining server's connections; its
 		// waits end with error in the engine (spec §D.5).
+		s.countReply(parse.StatusErrorDraining)
 		return parse.AppendStatus(out, parse.StatusErrorDraining), true
 	}
 	if err != nil {
+		s.countReply(parse.StatusError)
+		s.hub.cfg.Events.Info("protocol error", "remote", s.t.RemoteAddr().String(),
+			"command", printable(f.Cmd), "error", err.Error())
 		return parse.AppendStatus(out, parse.StatusError), false
 	}
 	switch req.Op {
@@ -127,9 +135,11 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpAuth:
 		// Already authenticated, or no token configured (spec §B.13).
+		s.countReply(parse.StatusError)
 		return parse.AppendStatus(out, parse.StatusError), false
 	case parse.OpStableRef:
 		if s.stableRef {
+			s.countReply(parse.StatusError)
 			return parse.AppendStatus(out, parse.StatusError), false
 		}
 		s.stableRef = true
@@ -150,6 +160,7 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	if r.Kind == engine.KindReceivers {
 		r.Kind, r.Int = engine.KindInt, int64(receivers)
 	}
+	s.countReply(r.Status)
 	return appendResult(out, &r, profile == parse.ProfileRF), false
 }
 
@@ -173,9 +184,11 @@ func (s *Session) ownArgs(r *parse.Request) {
 
 // appendStats appends the stats reply.
 func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
-	st := s.hub.eng.Stats(now, s.hub.Connections())
-	if f := s.hub.cfg.FenceStats; f != nil {
-		st.Fence = f()
+	var st *parse.Stats
+	if s.hub.cfg.Profile == parse.ProfileRF {
+		st = s.hub.eng.Stats(now, s.hub.Connections())
+	} else {
+		st = s.hub.eng.LockStats(now, s.hub.Connections()) // the five keys of v1 and v2
 	}
 	out = append(out, "ok "...)
 	out = parse.AppendStats(out, st, s.hub.cfg.Profile)
@@ -209,6 +222,7 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
 	s.flushPushes()
 	sc := s.t.Scratch()
+	s.countReply(r.Status)
 	out := appendResult(sc.Out[:0], &r, s.hub.cfg.Profile == parse.ProfileRF)
 	s.write(out)
 	sc.Out = out[:0]
@@ -234,4 +248,21 @@ func appendResult(out []byte, r *engine.Result, rf bool) []byte {
 		return parse.AppendOKList(out, r.Items)
 	}
 	return parse.AppendStatus(out, r.Status)
+}
+
+// printable is what a log line shows of a client's bytes: at most 32,
+// anything but printable ASCII as '?', so that a client cannot forge log
+// lines or fill them.
+func printable(b []byte) string {
+	if len(b) > 32 {
+		b = b[:32]
+	}
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			c = '?'
+		}
+		out[i] = c
+	}
+	return string(out)
 }

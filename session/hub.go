@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -24,8 +25,10 @@ type Config struct {
 	// godistlock codec's HELLO replies; defaults: the host name, "dev".
 	GodistlockID string
 	Version      string
-	// FenceStats, if set, adds the fence state to the stats document.
-	FenceStats func() *parse.FenceStat
+	// Events, if set, logs per-client incidents: failed auths, protocol
+	// errors, slow consumers and stuck writers cut off. It is rate
+	// limited, so a flood cannot fill a disk.
+	Events *ratelog.Logger
 }
 
 // Hub is the sessions of one engine: it opens them and routes the engine's
@@ -40,6 +43,9 @@ type Hub struct {
 	rtMs     int64        // read timeout in ms
 	wtMs     int64        // write timeout in ms, 0 = off
 	routes   [routeShards]routeShard
+	counters counterSet
+	// housekeeping is set by NewServerHub (core.go).
+	housekeeping *housekeeping
 }
 
 // routeShards spreads the session index over mutexes: a fan-out looks up

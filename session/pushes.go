@@ -79,8 +79,16 @@ func (s *Session) push(p *engine.Push) bool {
 	if s.t.Unsent() > pushCut {
 		s.backlog.queued.Add(-n)
 		s.closing = true
+		if c := s.t.Scratch().Counters; c != nil {
+			c.slow.Add(1)
+		}
+		s.hub.cfg.Events.Warn("slow consumer disconnected: pushes left unread", "remote", s.t.RemoteAddr().String(),
+			"unsent_bytes", s.t.Unsent())
 		s.t.Close()
 		return false
+	}
+	if c := s.t.Scratch().Counters; c != nil {
+		c.pushes.Add(1)
 	}
 	s.backlog.batch = parse.AppendPush(s.backlog.batch, p.Kind, p.A, p.B)
 	if len(s.backlog.batch) >= PushBudget {

@@ -193,6 +193,8 @@ func (s *Session) Timer() {
 			s.writeDeadline = now.After(s.hub.wtMs)
 			s.flushedMark = flushed
 		case now.Passed(s.writeDeadline):
+			s.hub.cfg.Events.Info("write timeout: the client does not read; closing", "remote", s.t.RemoteAddr().String(),
+				"unsent_bytes", unsent)
 			s.t.Close()
 			return
 		}

@@ -52,6 +52,9 @@ type Scratch struct {
 	Out  []byte         // replies of one read, written at once
 	Args []byte         // the arguments of commands, copied out of the read buffer
 	Fx   engine.Effects // effects of one command, routed at once
+	// Counters, if set, counts this goroutine's requests for /metrics
+	// (counters.go).
+	Counters *Counters
 }
 
 // What a Scratch keeps between uses: enough for the replies of a full

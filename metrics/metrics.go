@@ -1,0 +1,177 @@
+// Package metrics is dflockd-ng's Prometheus exposition (GET /metrics):
+// one collector that reads the engine, the session hub's request
+// counters, the fence allocator and the transports' connection counts at
+// scrape time. Nothing here runs on the request path: the engine counts
+// events with plain increments under locks it holds anyway, transports
+// count requests with one uncontended atomic add (session.Counters), and
+// a scrape sums them.
+//
+// Names follow dflockd v2's /metrics where it has one (dflockd_ready,
+// dflockd_connections, dflockd_locks_held, dflockd_lock_waiters,
+// dflockd_semaphore_holders, dflockd_semaphore_waiters, and the HTTP
+// API's own dflockd_http_*), so its dashboards keep working.
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/session"
+)
+
+// Sources are what a scrape reads. Fences, Transports and Ready may be
+// nil.
+type Sources struct {
+	Engine *engine.Engine
+	Hub    *session.Hub
+	Fences *fence.Allocator
+	// Transports counts open connections by transport name ("tcp",
+	// "tls", "godistlock", "http" sessions...).
+	Transports map[string]func() int
+	// Ready reports whether the server takes new work (false while
+	// draining).
+	Ready func() bool
+	// Start is when the server started (dflockd_uptime_seconds).
+	Start time.Time
+}
+
+// NewRegistry returns a registry with the server's collector and the Go
+// runtime and process collectors.
+func NewRegistry(src Sources) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(src))
+	reg.MustRegister(collectors.NewGoCollector())
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+type collector struct {
+	src   Sources
+	descs map[string]*prometheus.Desc
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+func newCollector(src Sources) *collector {
+	c := &collector{src: src, descs: map[string]*prometheus.Desc{}}
+	for _, d := range []struct {
+		name, help string
+		labels     []string
+	}{
+		{"dflockd_ready", "1 while the server takes new work, 0 while it drains.", nil},
+		{"dflockd_uptime_seconds", "Seconds since the server started.", nil},
+		{"dflockd_connections", "Open client sessions: connections of every transport plus HTTP sessions.", nil},
+		{"dflockd_transport_connections", "Open connections by transport.", []string{"transport"}},
+		{"dflockd_keys", "Lock, semaphore and read-write lock keys in memory (--max-locks counts them).", nil},
+		{"dflockd_locks_held", "Currently held locks.", nil},
+		{"dflockd_lock_waiters", "Current lock waiters.", nil},
+		{"dflockd_semaphore_holders", "Currently held semaphore slots.", nil},
+		{"dflockd_semaphore_waiters", "Current semaphore waiters.", nil},
+		{"dflockd_rw_lock_holders", "Current holders of read-write locks (readers and writers).", nil},
+		{"dflockd_rw_lock_waiters", "Current waiters of read-write locks.", nil},
+		{"dflockd_grants_total", "Grants of locks, semaphore slots and read-write locks.", nil},
+		{"dflockd_releases_total", "Holds that ended, for any reason: release, lease expiry, disconnect.", nil},
+		{"dflockd_lease_expiries_total", "Holds that ended because their lease ran out.", nil},
+		{"dflockd_timeouts_total", "Acquires and waits that timed out.", nil},
+		{"dflockd_requests_total", "Requests received on the line protocol, by command (unknown for the unrecognised).", []string{"command"}},
+		{"dflockd_errors_total", "Error replies on the line protocol, by status.", []string{"status"}},
+		{"dflockd_pushes_total", "Pushes written (sig, watch, leader lines).", nil},
+		{"dflockd_slow_consumers_total", "Connections cut off for leaving too many pushes unread.", nil},
+		{"dflockd_fence_last", "Highest fencing token value issued.", nil},
+		{"dflockd_fence_ceiling", "Durable fence ceiling on disk (--fence-state-file); every fence issued is below it.", nil},
+		{"dflockd_fence_durable", "1 with a --fence-state-file, else 0.", nil},
+		{"dflockd_fence_persists_total", "Fence ceilings made durable.", nil},
+		{"dflockd_fence_persist_stalls_total", "Grants that waited for a fence ceiling to be persisted.", nil},
+		{"dflockd_fence_persist_failed", "1 once persisting the fence ceiling has failed (grants answer error), else 0.", nil},
+		{"dflockd_fence_persist_max_seconds", "Longest persist of the fence ceiling so far.", nil},
+	} {
+		c.descs[d.name] = desc(d.name, d.help, d.labels...)
+	}
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(name string, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v), labels...)
+	}
+	src := c.src
+	ready := 1.0
+	if src.Ready != nil && !src.Ready() {
+		ready = 0
+	}
+	gauge("dflockd_ready", ready)
+	if !src.Start.IsZero() {
+		gauge("dflockd_uptime_seconds", time.Since(src.Start).Seconds())
+	}
+	gauge("dflockd_connections", float64(src.Hub.Connections()))
+	for name, n := range src.Transports {
+		gauge("dflockd_transport_connections", float64(n()), name)
+	}
+
+	m := src.Engine.Metrics()
+	gauge("dflockd_keys", float64(m.Keys))
+	gauge("dflockd_locks_held", float64(m.LocksHeld))
+	gauge("dflockd_lock_waiters", float64(m.LockWaiters))
+	gauge("dflockd_semaphore_holders", float64(m.SemaphoreSlots))
+	gauge("dflockd_semaphore_waiters", float64(m.SemaphoreWaiters))
+	gauge("dflockd_rw_lock_holders", float64(m.RWHolders))
+	gauge("dflockd_rw_lock_waiters", float64(m.RWWaiters))
+	counter("dflockd_grants_total", m.Grants)
+	counter("dflockd_releases_total", m.Releases)
+	counter("dflockd_lease_expiries_total", m.LeaseExpiries)
+	counter("dflockd_timeouts_total", m.Timeouts)
+
+	counts := src.Hub.Counts()
+	for op := range parse.NumOps {
+		if n := counts.Requests[op]; n > 0 {
+			name := parse.Op(op).String()
+			if parse.Op(op) == parse.OpUnknown {
+				name = "unknown"
+			}
+			counter("dflockd_requests_total", n, name)
+		}
+	}
+	for st := range parse.NumStatuses {
+		name := parse.Status(st).String()
+		if n := counts.Replies[st]; n > 0 && strings.HasPrefix(name, "error") {
+			counter("dflockd_errors_total", n, name)
+		}
+	}
+	counter("dflockd_pushes_total", counts.Pushes)
+	counter("dflockd_slow_consumers_total", counts.SlowConsumers)
+
+	gauge("dflockd_fence_last", float64(src.Engine.LastFence()))
+	if src.Fences != nil {
+		fs := src.Fences.Stats()
+		durable, failed := 0.0, 0.0
+		if fs.Durable {
+			durable = 1
+			gauge("dflockd_fence_ceiling", float64(fs.Ceiling))
+		}
+		if fs.Failed {
+			failed = 1
+		}
+		gauge("dflockd_fence_durable", durable)
+		gauge("dflockd_fence_persist_failed", failed)
+		counter("dflockd_fence_persists_total", fs.Persists)
+		counter("dflockd_fence_persist_stalls_total", fs.Stalls)
+		gauge("dflockd_fence_persist_max_seconds", fs.MaxPersist.Seconds())
+	}
+}
