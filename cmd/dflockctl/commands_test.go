@@ -105,7 +105,7 @@ func TestCounterCommands(t *testing.T) {
 
 func TestListCommands(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
+	srv := testserver.Start(t, "--compat=rf") // its stats show the pop waiters
 	expectOut(t, ctl(t, srv, "list", "push", "q", "b", "c d"), 0, "2\n", "list push")
 	expectOut(t, ctl(t, srv, "list", "push", "q", "a", "--left"), 0, "3\n", "list push --left")
 	expectOut(t, ctl(t, srv, "list", "range", "q"), 0, "a\nb\nc d\n", "list range")
@@ -138,7 +138,7 @@ func TestListCommands(t *testing.T) {
 
 func TestSignalAndListen(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
+	srv := testserver.Start(t, "--compat=rf") // its stats show the subscriptions
 	probe := dialServer(t, srv)
 	listener := start(t, srv.Env(), "listen", "orders.*", "--count", "2")
 	jsonListener := start(t, srv.Env(), "--json", "listen", "orders.>", "--count", "1", "--group", "billing")
@@ -161,7 +161,7 @@ func TestSignalAndListen(t *testing.T) {
 
 func TestWatchCommand(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t)
+	srv := testserver.Start(t, "--compat=rf") // its stats show the watches
 	probe := dialServer(t, srv)
 	watcher := start(t, srv.Env(), "watch", "cfg.*", "jobs", "--count", "3")
 	waitFor(t, "the watches", func() bool {
@@ -229,10 +229,18 @@ func TestRawPingStatsVersion(t *testing.T) {
 	expectOut(t, ctl(t, srv, "raw", "--", "incr", "n", "-2"), 0, "ok 3\n", "raw with a negative argument")
 	expectOut(t, ctl(t, srv, "ping"), 0, "ok\n", "ping")
 	expectOut(t, ctl(t, srv, "ping", "--json"), 0, `{"ok":true}`+"\n", "ping --json")
+	// The stats table of the v2 document (five keys), then of the rf one,
+	// which shows counters.
 	r := ctl(t, srv, "stats")
 	expectCode(t, r, 0, "stats")
+	if !strings.Contains(r.stdout, "connections: 1\n") || strings.Contains(r.stdout, "counters") {
+		t.Fatalf("v2 stats table:\n%s", r.stdout)
+	}
+	srv = testserver.Start(t, "--compat=rf")
+	expectOut(t, ctl(t, srv, "raw", "incr", "n", "5"), 0, "ok 5\n", "raw incr (rf)")
+	r = ctl(t, srv, "stats")
 	if !strings.Contains(r.stdout, "connections: 1\n") || !strings.Contains(r.stdout, "counters:\n  KEY  IDLE_S  VALUE\n  n ") {
-		t.Fatalf("stats table:\n%s", r.stdout)
+		t.Fatalf("rf stats table:\n%s", r.stdout)
 	}
 	r = ctl(t, srv, "stats", "--json")
 	var doc struct{ Counters []struct{ Key string } }

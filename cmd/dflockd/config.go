@@ -30,6 +30,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,13 +56,15 @@ type Config struct {
 
 	MaxLocks         int // --max-locks, DFLOCKD_MAX_LOCKS, 1024, > 0
 	MaxConnections   int // --max-connections, DFLOCKD_MAX_CONNECTIONS, 0 = unlimited, >= 0
+	MaxConnsPerIP    int // --max-connections-per-ip, DFLOCKD_MAX_CONNECTIONS_PER_IP, 0 = unlimited, >= 0
 	MaxWaiters       int // --max-waiters, DFLOCKD_MAX_WAITERS, 0 = unlimited, >= 0
 	MaxKeys          int // --max-keys, DFLOCKD_MAX_KEYS, 0 (rf primitives; accepted now)
 	MaxListLength    int // --max-list-length, DFLOCKD_MAX_LIST_LENGTH, 0
 	MaxSubscriptions int // --max-subscriptions, DFLOCKD_MAX_SUBSCRIPTIONS, 0
 
-	AutoReleaseOnDisconnect bool // --auto-release-on-disconnect, DFLOCKD_AUTO_RELEASE_ON_DISCONNECT, true; also --no-auto-release-on-disconnect (spec I.10 alias)
-	Debug                   bool // --debug, DFLOCKD_DEBUG
+	AutoReleaseOnDisconnect bool   // --auto-release-on-disconnect, DFLOCKD_AUTO_RELEASE_ON_DISCONNECT, true; also --no-auto-release-on-disconnect (spec I.10 alias)
+	Debug                   bool   // --debug, DFLOCKD_DEBUG
+	LogFormat               string // --log-format, DFLOCKD_LOG_FORMAT: "text" (default) or "json"
 
 	AuthToken      string // resolved token (see resolveAuthToken); "" = auth off
 	FenceStateFile string // --fence-state-file, DFLOCKD_FENCE_STATE_FILE
@@ -70,7 +73,7 @@ type Config struct {
 	Loops  int    // --loops, DFLOCKD_LOOPS: event loops, default 0 = runtime.NumCPU() (resolved by main), >= 0
 
 	ShowVersion bool // --version
-	ShowHelp    bool // --help / -h (help text printed by LoadConfig to the writer; main exits 0)
+	ShowHelp    bool // --help / -h (main prints the help text to stdout and exits 0)
 }
 
 // Bounds of the values; each has a reason.
@@ -110,6 +113,7 @@ func DefaultConfig() Config {
 		MaxLocks:                1024,
 		AutoReleaseOnDisconnect: true,
 		Compat:                  compatV2,
+		LogFormat:               "text",
 	}
 }
 
@@ -136,10 +140,12 @@ type setting struct {
 	kind   valueKind
 	min    int64 // bounds of kindInt and kindSeconds
 	max    int64
-	arg    string              // placeholder in --help
-	def    string              // --help default when it cannot be derived from field
-	usage  string              // --help description
-	field  func(c *Config) any // pointer to the Config field; nil for manual settings
+	arg    string // placeholder in --help
+	// choices, for a kindString setting, are its only values (any case).
+	choices []string
+	def     string              // --help default when it cannot be derived from field
+	usage   string              // --help description
+	field   func(c *Config) any // pointer to the Config field; nil for manual settings
 }
 
 // settingGroup is a titled group of settings, in --help order.
@@ -203,6 +209,9 @@ var settingGroups = []settingGroup{
 		{flag: "max-connections", env: "DFLOCKD_MAX_CONNECTIONS", kind: kindInt, min: 0, max: maxInt, arg: "N",
 			usage: "concurrent client connections, >= 0; extra ones are closed at once",
 			field: func(c *Config) any { return &c.MaxConnections }},
+		{flag: "max-connections-per-ip", env: "DFLOCKD_MAX_CONNECTIONS_PER_IP", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "concurrent client connections from one IP address, >= 0; extra ones are closed at once",
+			field: func(c *Config) any { return &c.MaxConnsPerIP }},
 		{flag: "max-waiters", env: "DFLOCKD_MAX_WAITERS", kind: kindInt, min: 0, max: maxInt, arg: "N",
 			usage: "queued waiters per key, >= 0",
 			field: func(c *Config) any { return &c.MaxWaiters }},
@@ -234,6 +243,9 @@ var settingGroups = []settingGroup{
 		{flag: "debug", env: "DFLOCKD_DEBUG", kind: kindBool,
 			usage: "log debug messages",
 			field: func(c *Config) any { return &c.Debug }},
+		{flag: "log-format", env: "DFLOCKD_LOG_FORMAT", kind: kindString, arg: "FORMAT", choices: []string{"text", "json"},
+			usage: "log lines as text (key=value) or json, on stderr",
+			field: func(c *Config) any { return &c.LogFormat }},
 	}},
 	{"Authentication (first set wins: --auth-token, --auth-token-file, DFLOCKD_AUTH_TOKEN, DFLOCKD_AUTH_TOKEN_FILE)", []setting{
 		{flag: flagAuthToken, env: envAuthToken, kind: kindManual, arg: "TOKEN", def: "unset",
@@ -277,8 +289,6 @@ const (
 		"(e.g. stunnel, haproxy) or run without it"
 	reasonHTTP = "the HTTP API is not supported by dflockd-ng yet; " +
 		"use the TCP protocol (--port) or remove the setting"
-	reasonPerIP = "per-IP connection limits are not supported by dflockd-ng yet; " +
-		"use --max-connections or a firewall, or set it to 0"
 	reasonCluster = "cluster mode is not supported by dflockd-ng yet; " +
 		"run a single node without the cluster settings"
 )
@@ -297,8 +307,6 @@ var unsupportedFlags = []unsupportedFlag{
 	{flag: "http-rate-limit-per-ip", env: "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", off: "0", arg: "N", reason: reasonHTTP},
 	{flag: "http-rate-limit-burst", env: "DFLOCKD_HTTP_RATE_LIMIT_BURST", off: "0", arg: "N", reason: reasonHTTP},
 	{flag: "http-cors-allowed-origins", env: "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", arg: "LIST", reason: reasonHTTP},
-
-	{flag: "max-connections-per-ip", env: "DFLOCKD_MAX_CONNECTIONS_PER_IP", off: "0", arg: "N", reason: reasonPerIP},
 
 	{flag: "raft-dir", env: "DFLOCKD_RAFT_DIR", arg: "DIR", reason: reasonCluster},
 	{flag: "node-id", env: "DFLOCKD_NODE_ID", arg: "ID", reason: reasonCluster},
@@ -374,7 +382,7 @@ type source struct {
 // the returned Config is the zero value.
 //
 // When --help or --version is given, LoadConfig sets ShowHelp/ShowVersion
-// (printing the help text to w for --help) and returns without reading the
+// and returns without reading the
 // environment; the other fields then hold their defaults.
 func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) (Config, error) {
 	if getenv == nil {
@@ -437,9 +445,6 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
-	}
-	if cfg.ShowHelp {
-		writeUsage(w)
 	}
 	if cfg.ShowHelp || cfg.ShowVersion {
 		return cfg, nil
@@ -553,6 +558,14 @@ func (s *setting) apply(src source, cfg *Config) error {
 	case *string:
 		if s.kind == kindCompat {
 			return parseCompat(src, p)
+		}
+		if len(s.choices) > 0 {
+			v := strings.ToLower(strings.TrimSpace(src.text))
+			if !slices.Contains(s.choices, v) {
+				return fmt.Errorf("%s must be one of %s, got %q", src.name, strings.Join(s.choices, ", "), src.text)
+			}
+			*p = v
+			return nil
 		}
 		*p = src.text
 		return nil

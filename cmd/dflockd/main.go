@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -23,6 +25,14 @@ import (
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
+
+// Client incidents (failed auths, refused connections, protocol errors)
+// are logged at most eventsPerSecond a second on average, eventsBurst at
+// once; the rest are counted (internal/ratelog).
+const (
+	eventsPerSecond = 20
+	eventsBurst     = 100
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -36,23 +46,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.ShowHelp {
+		writeUsage(stdout) // asked for: stdout, exit 0, as any Unix tool
 		return 0
 	}
 	if cfg.ShowVersion {
 		fmt.Fprintf(stdout, "dflockd-ng %s (%s)\n", version, runtime.Version())
 		return 0
 	}
-	logger := log.New(stderr, "dflockd: ", log.LstdFlags|log.Lmicroseconds)
-	debugf := func(string, ...any) {}
-	if cfg.Debug {
-		debugf = logger.Printf
-	}
+	log := newLogger(cfg, stderr)
+	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	events := ratelog.New(log, eventsPerSecond, eventsBurst)
 
 	fences := fence.NewVolatile()
 	if cfg.FenceStateFile != "" {
-		fences, err = fence.Open(cfg.FenceStateFile, fence.Options{Logf: logger.Printf})
+		fences, err = fence.Open(cfg.FenceStateFile, fence.Options{Logf: logf})
 		if err != nil {
-			logger.Printf("cannot use fence state file: %v", err)
+			log.Error("cannot use the fence state file", "file", cfg.FenceStateFile, "error", err)
 			return 1
 		}
 	}
@@ -62,33 +71,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	clock := timerwheel.NewMonoClock()
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	binds := []string{addr}
 	gdAddr := "" // godistlock listener, off by default
 	if cfg.GodistlockPort != 0 {
-		gdAddr = "tcp://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GodistlockPort))
-		logger.Printf("godistlock clients on %s", gdAddr)
+		gdAddr = net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.GodistlockPort))
+		binds = append(binds, gdAddr)
+		gdAddr = "tcp://" + gdAddr
 	}
+	// gnet reports a failed bind obscurely (setsockopt: bad file
+	// descriptor); a trial bind gives the operator the real reason, and
+	// nothing says "listening" before the listeners are up.
+	for _, a := range binds {
+		if err := checkBind(a); err != nil {
+			log.Error("cannot listen", "addr", a, "error", err)
+			return 1
+		}
+	}
+	warnUnbounded(log, cfg)
+
 	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
 	gcIdle := cfg.GCMaxIdle
 	if gcIdle == 0 {
 		gcIdle = -1 // engine: negative = prune as soon as idle
 	}
-	var srv *loop.Server
-	srv = loop.New(loop.Config{
+	ready := make(chan struct{})
+	srv := loop.New(loop.Config{
 		Addr:            "tcp://" + addr,
 		Loops:           loops,
 		ReadTimeout:     cfg.ReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,
-		MaxConnections:  cfg.MaxConnections,
+		Limiter:         &conncap.Limiter{Max: cfg.MaxConnections, PerIP: cfg.MaxConnsPerIP},
+		Events:          events,
 		AuthToken:       cfg.AuthToken,
 		GCInterval:      cfg.GCInterval,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-		Logf:            logger.Printf,
+		Logf:            logf,
+		Ready:           ready,
 		Profile:         profile,
 		GodistlockAddr:  gdAddr,
 		Version:         "dflockd-ng/" + version,
-		FenceStats:      func() *parse.FenceStat { return fenceStats(fences, srv.Engine()) },
 		Engine: engine.Config{
 			DefaultLease:     cfg.DefaultLeaseTTL,
 			MaxLocks:         cfg.MaxLocks,
@@ -103,37 +125,71 @@ func run(args []string, stdout, stderr io.Writer) int {
 			FenceFloor: fences.Seed(),
 			Ceiling:    fences,
 		},
-	}, clock)
+	}, timerwheel.NewMonoClock())
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
-		logger.Printf("%v: draining (shutdown timeout %v)", sig, cfg.ShutdownTimeout)
+		log.Info("draining", "signal", sig.String(), "shutdown_timeout", cfg.ShutdownTimeout.String())
 		if err := srv.Shutdown(context.Background()); err != nil {
-			logger.Printf("shutdown: %v", err)
+			log.Error("shutdown", "error", err)
 		}
 	}()
 
-	logger.Printf("dflockd-ng %s listening on %s (%d event loops)", version, addr, loops)
-	debugf("config: %+v", redacted(cfg))
-	if err := srv.Serve(); err != nil {
-		logger.Printf("%v", err)
+	// SIGHUP reloads what can be reloaded without dropping connections
+	// (systemd's ExecReload); without this it would end the process.
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	go func() {
+		for range hups {
+			log.Info("SIGHUP: nothing to reload")
+		}
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case <-ready:
+		attrs := []any{"addr", addr, "loops", loops, "version", version, "profile", cfg.Compat}
+		if gdAddr != "" {
+			attrs = append(attrs, "godistlock_addr", binds[1])
+		}
+		log.Info("listening", attrs...)
+		log.Debug("config", "config", fmt.Sprintf("%+v", redacted(cfg)))
+		err = <-served
+	case err = <-served:
+	}
+	if err != nil {
+		log.Error("serve", "error", err)
 		return 1
 	}
-	logger.Printf("stopped")
+	log.Info("stopped")
 	return 0
 }
 
-// fenceStats is the fence state of the stats document: the engine's last
-// fence and the allocator's durable ceiling and persister counters.
-func fenceStats(a *fence.Allocator, e *engine.Engine) *parse.FenceStat {
-	st := a.Stats()
-	fs := &parse.FenceStat{Last: e.LastFence(), Durable: st.Durable, Persists: st.Persists, Stalls: st.Stalls, Failed: st.Failed}
-	if st.Durable {
-		fs.Ceiling = st.Ceiling
+// newLogger is the server's log: --log-format text or json on w, at the
+// debug level with --debug.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if cfg.Debug {
+		opts.Level = slog.LevelDebug
 	}
-	return fs
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// checkBind binds addr and lets it go: the reason a listener cannot be
+// made (a host that is no address of this machine, a port in use),
+// before gnet tries.
+func checkBind(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 // redacted hides the auth token from debug output.

@@ -19,9 +19,9 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("README.md lacks the flags block between %q and %q", strings.TrimSpace(begin), end)
 	}
-	var help bytes.Buffer
-	if _, err := LoadConfig([]string{"--help"}, nil, &help); err != nil {
-		t.Fatal(err)
+	var help, stderr bytes.Buffer
+	if code := run([]string{"--help"}, &help, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("--help: exit %d, stderr %q; want 0 and nothing", code, stderr.String())
 	}
 	if got := string(readme[i+len(begin) : j]); got != help.String() {
 		t.Fatalf("README flags block differs from --help; regenerate it with:\n  go run ./cmd/dflockd --help")

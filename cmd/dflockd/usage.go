@@ -129,8 +129,6 @@ func (u *unsupportedFlag) feature() string {
 		return "TLS"
 	case reasonHTTP:
 		return "HTTP API"
-	case reasonPerIP:
-		return "per-IP limit"
 	case reasonCluster:
 		return "cluster mode"
 	}
