@@ -31,3 +31,14 @@ func (n *Node) Armed() bool { return n.armed }
 // Deadline is the deadline of the node's last Add or Reset; after firing it
 // still reports the deadline it fired for.
 func (n *Node) Deadline() Tick { return n.deadline }
+
+// SetIdleDeadline gives an unarmed node the deadline Deadline reports,
+// without arming it: what a node that fired keeps, for a record restored
+// from a snapshot. It panics on an armed node, whose deadline is its
+// wheel's.
+func (n *Node) SetIdleDeadline(d Tick) {
+	if n.armed {
+		panic("timerwheel: SetIdleDeadline of an armed Node")
+	}
+	n.deadline = d
+}
