@@ -21,7 +21,10 @@ const (
 	// not 0, is the number stats show as its owner_conn_id.
 	KindOpen
 	// KindClose runs a session's disconnect cleanup (spec §D.4) and
-	// forgets it.
+	// forgets it. With Keep, its held slots stay until their leases end
+	// whatever Config.KeepOnDisconnect says (a cluster's new leader
+	// forgets the previous leader's connections this way: a failover must
+	// not revoke locks en masse).
 	KindClose
 	// KindGC prunes keys idle for --gc-max-idle (spec §D.6).
 	KindGC
@@ -63,6 +66,7 @@ type Command struct {
 	Req parse.Request
 
 	ConnID  uint64 // KindOpen
+	Keep    bool   // KindClose: keep held slots until their leases end
 	Tag     uint32 // KindTaggedAcquire: the caller's name for a parked acquire
 	Wait    bool   // KindTaggedAcquire: park when taken (else answer timeout)
 	Fence   uint64 // KindFenceRenew

@@ -166,7 +166,7 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	case KindOpen:
 		return Result{Status: parse.StatusOK, Session: e.sessions.open(c.ConnID).id}
 	case KindClose:
-		e.closeSession(e.mustSession(c.Session), c.At, fx)
+		e.closeSession(e.mustSession(c.Session), c.At, c.Keep || e.cfg.KeepOnDisconnect, fx)
 	case KindGC:
 		e.gc(c.At, fx)
 	case KindDrain:

@@ -477,6 +477,22 @@ func TestKeepOnDisconnect(t *testing.T) {
 	wantGrant(t, h.do(c, "l", "k", "0 5"), 5)
 }
 
+// TestCloseKeep: a close with Keep leaves the holds to their leases even
+// when the configuration releases on disconnect (a cluster leader
+// forgetting a previous leader's connections).
+func TestCloseKeep(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b, c := h.session(), h.session(), h.session()
+	wantGrant(t, h.do(a, "l", "k", "0 2"), 2)
+	wantGrant(t, h.do(b, "l", "plain", "0 30"), 30)
+	h.run(Command{Kind: KindClose, Session: a, Keep: true})
+	h.close(b)
+	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
+	wantGrant(t, h.do(c, "l", "plain", "0 5"), 5)
+	h.advance(2 * time.Second)
+	wantGrant(t, h.do(c, "l", "k", "0 5"), 5)
+}
+
 func TestMaxLocksAndWaiters(t *testing.T) {
 	h := newHarness(t, Config{MaxLocks: 2, MaxWaiters: 1})
 	a := h.session()

@@ -238,7 +238,7 @@ func (e *Engine) mustSession(id SessionID) *session {
 // releasing one of this session's holds cannot hand the key to its own
 // queued waiter. Each slot is handled under its own shard lock, one shard
 // at a time, in the order the session made its claims.
-func (e *Engine) closeSession(s *session, now timerwheel.Instant, fx *Effects) {
+func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx *Effects) {
 	// Subscriptions first: nothing is pushed to a closing session, not
 	// even the release events of its own holds.
 	e.subs.RemoveAll(s.id)
@@ -250,7 +250,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, fx *Effects) {
 			sh := &e.shards[sl.shard]
 			sh.lock(fx)
 			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
-				e.dropClaimLocked(sh, sl, now)
+				e.dropClaimLocked(sh, sl, now, keep)
 			}
 			sh.unlock()
 		}
@@ -326,12 +326,12 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 }
 
 // dropClaimLocked ends one of a closing session's claims.
-func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant) {
+func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, keep bool) {
 	switch sl.state {
 	case slotWaiting:
 		sh.dropWaiterLocked(sl, now)
 	case slotHolding:
-		if e.cfg.KeepOnDisconnect {
+		if keep {
 			// Nobody can observe a lapse any more: let the lease end
 			// free the slot.
 			sl.twoPhase = false
