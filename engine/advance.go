@@ -160,3 +160,20 @@ func (s *shard) republish() (timerwheel.Tick, bool) {
 	s.published = next
 	return next, true
 }
+
+// NextDeadline returns the earliest deadline of any armed timer, for a
+// driver that must propose time (a cluster leader, which moves time only
+// through replicated commands) rather than call AdvanceShard.
+func (e *Engine) NextDeadline() (timerwheel.Tick, bool) {
+	next, any := timerwheel.Tick(0), false
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		d, ok := sh.wheel.NextDeadline()
+		sh.mu.Unlock()
+		if ok && (!any || d < next) {
+			next, any = d, true
+		}
+	}
+	return next, any
+}

@@ -1,0 +1,315 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// A batch is the payload of one raft log entry: the commands the leader
+// gathered while the previous entries were in flight (group commit),
+// stamped with one cluster-clock instant. Every replica decodes the same
+// bytes into the same commands and applies them at that instant, so the
+// format is ours, versioned and strict: an unknown format or kind, or
+// trailing bytes, stop the replica (ErrBadBatch) rather than let it
+// diverge quietly.
+//
+//	batch := u8 format | varint stamp | uvarint n | n × op
+//	op    := u8 kind | fields of the kind
+//
+// Integers are varints, byte strings are uvarint(len+1) then the bytes,
+// with 0 for nil (a request's absent value differs from an empty one).
+type Batch struct {
+	Stamp timerwheel.Instant
+	Ops   []Op
+}
+
+// batchFormat is the version byte of the batch encoding.
+const batchFormat = 1
+
+// OpKind says what an Op asks of the replicated state.
+type OpKind uint8
+
+const (
+	// OpInit creates the engine: the first entry a new cluster commits.
+	// It carries everything that decides results (limits, profile, the
+	// token key, the fence floor), so that no replica reads its own flags
+	// or randomness for them.
+	OpInit OpKind = iota + 1
+	// OpPromote starts a leadership epoch: the sessions of earlier
+	// epochs are closed, keeping their holds until their leases end (a
+	// failover must not revoke locks), and their waits are cancelled.
+	OpPromote
+	// OpRequest is a dflockd request of connection Conn.
+	OpRequest
+	// OpClose is the disconnect cleanup of connection Conn (spec §D.4).
+	OpClose
+	// OpCancel withdraws connection Conn's parked request (Tag).
+	OpCancel
+	// OpGC prunes idle keys (spec §D.6).
+	OpGC
+	opLimit
+)
+
+// Op is one replicated command.
+type Op struct {
+	Kind OpKind
+	Conn uint64        // OpRequest, OpClose, OpCancel: epoch<<32 | connection
+	Req  parse.Request // OpRequest
+	Tag  uint32        // OpCancel
+	Init Init          // OpInit
+}
+
+// Init is the replicated configuration of the engine.
+type Init struct {
+	Profile          parse.Profile
+	DefaultLease     time.Duration
+	MaxLocks         int
+	MaxWaiters       int
+	KeepOnDisconnect bool
+	GCMaxIdle        time.Duration
+	MaxKeys          int
+	MaxListLength    int
+	MaxSubscriptions int
+	MaxRegistrations int
+	TokenKey         engine.TokenKey
+	// FenceFloor: every fence issued is above it; the bootstrapping
+	// leader's wall clock (or an imported single-node ceiling), so
+	// tokens stay above any a previous deployment issued (spec §C.2).
+	FenceFloor uint64
+}
+
+// engineConfig returns the engine configuration Init describes; local
+// holds the fields that are each replica's own (shards, deadline hook).
+func (in *Init) engineConfig(local engine.Config) engine.Config {
+	local.Profile = in.Profile
+	local.DefaultLease = in.DefaultLease
+	local.MaxLocks = in.MaxLocks
+	local.MaxWaiters = in.MaxWaiters
+	local.KeepOnDisconnect = in.KeepOnDisconnect
+	local.GCMaxIdle = in.GCMaxIdle
+	local.MaxKeys = in.MaxKeys
+	local.MaxListLength = in.MaxListLength
+	local.MaxSubscriptions = in.MaxSubscriptions
+	local.MaxRegistrations = in.MaxRegistrations
+	local.TokenKey = in.TokenKey
+	local.FenceFloor = in.FenceFloor
+	local.Ceiling = nil // the raft log is the durability of fences
+	return local
+}
+
+// ErrBadBatch is returned for bytes that are not a batch this replica can
+// apply exactly as every other would.
+var ErrBadBatch = errors.New("cluster: undecodable batch")
+
+// AppendBatch appends the encoding of b to dst.
+func AppendBatch(dst []byte, b *Batch) []byte {
+	dst = append(dst, batchFormat)
+	dst = binary.AppendVarint(dst, int64(b.Stamp))
+	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
+	for i := range b.Ops {
+		dst = appendOp(dst, &b.Ops[i])
+	}
+	return dst
+}
+
+func appendOp(dst []byte, op *Op) []byte {
+	dst = append(dst, byte(op.Kind))
+	switch op.Kind {
+	case OpInit:
+		in := &op.Init
+		dst = binary.AppendUvarint(dst, uint64(in.Profile))
+		for _, v := range []int64{int64(in.DefaultLease), int64(in.MaxLocks), int64(in.MaxWaiters),
+			b2i(in.KeepOnDisconnect), int64(in.GCMaxIdle), int64(in.MaxKeys), int64(in.MaxListLength),
+			int64(in.MaxSubscriptions), int64(in.MaxRegistrations)} {
+			dst = binary.AppendVarint(dst, v)
+		}
+		dst = append(dst, in.TokenKey[:]...)
+		dst = binary.AppendUvarint(dst, in.FenceFloor)
+	case OpPromote, OpGC:
+	case OpRequest:
+		dst = binary.AppendUvarint(dst, op.Conn)
+		r := &op.Req
+		dst = append(dst, byte(r.Op))
+		for _, b := range [][]byte{r.Key, r.Token, r.Value, r.Old} {
+			dst = appendBytes(dst, b)
+		}
+		for _, v := range []int64{r.Timeout, r.Lease, r.Limit, r.N, r.M, r.TTL} {
+			dst = binary.AppendVarint(dst, v)
+		}
+	case OpClose:
+		dst = binary.AppendUvarint(dst, op.Conn)
+	case OpCancel:
+		dst = binary.AppendUvarint(dst, op.Conn)
+		dst = binary.AppendUvarint(dst, uint64(op.Tag))
+	default:
+		panic(fmt.Sprintf("cluster: encoding an op of unknown kind %d", op.Kind))
+	}
+	return dst
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b))+1)
+	return append(dst, b...)
+}
+
+// DecodeBatch decodes one batch. The ops' byte strings are copies: the
+// engine keeps what it is given.
+func DecodeBatch(data []byte) (Batch, error) {
+	d := decoder{b: data}
+	if f := d.byte(); d.err != nil || f != batchFormat {
+		return Batch{}, fmt.Errorf("%w: format %d", ErrBadBatch, f)
+	}
+	b := Batch{Stamp: timerwheel.Instant(d.varint())}
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(data)) { // every op takes a byte at least
+		d.fail("op count")
+	}
+	if d.err == nil {
+		b.Ops = make([]Op, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		b.Ops = append(b.Ops, d.op())
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return Batch{}, d.err
+	}
+	return b, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrBadBatch, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail("short")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	n--
+	if n > uint64(len(d.b)) {
+		d.fail("short string")
+		return nil
+	}
+	b := append([]byte{}, d.b[:n]...)
+	d.b = d.b[n:]
+	return b
+}
+
+func (d *decoder) op() Op {
+	op := Op{Kind: OpKind(d.byte())}
+	switch op.Kind {
+	case OpInit:
+		in := &op.Init
+		p := d.uvarint()
+		in.Profile = parse.Profile(p)
+		var v [9]int64
+		for i := range v {
+			v[i] = d.varint()
+		}
+		in.DefaultLease, in.MaxLocks, in.MaxWaiters = time.Duration(v[0]), int(v[1]), int(v[2])
+		in.KeepOnDisconnect, in.GCMaxIdle, in.MaxKeys = v[3] != 0, time.Duration(v[4]), int(v[5])
+		in.MaxListLength, in.MaxSubscriptions, in.MaxRegistrations = int(v[6]), int(v[7]), int(v[8])
+		if len(d.b) < len(in.TokenKey) {
+			d.fail("short token key")
+			return op
+		}
+		copy(in.TokenKey[:], d.b)
+		d.b = d.b[len(in.TokenKey):]
+		in.FenceFloor = d.uvarint()
+		if p > 255 || v[3] > 1 || v[3] < 0 {
+			d.fail("init fields")
+		}
+	case OpPromote, OpGC:
+	case OpRequest:
+		op.Conn = d.uvarint()
+		r := &op.Req
+		r.Op = parse.Op(d.byte())
+		r.Key, r.Token, r.Value, r.Old = d.bytes(), d.bytes(), d.bytes(), d.bytes()
+		r.Timeout, r.Lease, r.Limit = d.varint(), d.varint(), d.varint()
+		r.N, r.M, r.TTL = d.varint(), d.varint(), d.varint()
+		if d.err == nil && !replicated(r.Op) {
+			d.fail("request op " + fmt.Sprint(uint8(r.Op)))
+		}
+	case OpClose:
+		op.Conn = d.uvarint()
+	case OpCancel:
+		op.Conn = d.uvarint()
+		t := d.uvarint()
+		if t > 1<<32-1 {
+			d.fail("tag")
+		}
+		op.Tag = uint32(t)
+	default:
+		d.fail(fmt.Sprintf("op kind %d", op.Kind))
+	}
+	return op
+}
+
+// replicated reports whether op is a request the cluster runs through
+// its log: every engine request but stats, which a node answers from its
+// own replica (ping, auth, stable-ref and barrier never reach the
+// engine).
+func replicated(op parse.Op) bool {
+	switch op {
+	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth, parse.OpStableRef, parse.OpBarrier:
+		return false
+	}
+	return int(op) < parse.NumOps
+}

@@ -1,0 +1,30 @@
+// Package cluster replicates the engine over raft (hashicorp/raft): the
+// building blocks of dflockd-ng's cluster mode (spec §G).
+//
+// The engine is the raft FSM. A node that leads gathers its connections'
+// requests into batches (one raft entry each: group commit), stamps every
+// batch with the cluster clock and proposes it; every replica decodes the
+// same bytes (batch.go) and applies them to its engine at that instant
+// (fsm.go), so all reach the same state and issue the same tokens — the
+// fence counter and the token key are replicated state, seeded by the
+// cluster's first entry (Init).
+//
+// Time. The cluster clock is the latest stamp applied. A leader stamps
+// with the clock it found at its promotion plus its own monotonic time
+// since (node.go, leaderClock): no wall clock is read, so nodes whose
+// clocks disagree by hours agree on every deadline. Timers fire only when
+// a batch's stamp reaches them: the leader proposes an empty batch when
+// the engine's next deadline comes, and at least every ClockTick, so a
+// failover — during which the clock stands still — can lengthen a lease
+// by the time without a leader, never shorten it.
+//
+// Connections. A leader numbers its connections; the cluster knows them as
+// epoch<<32 | number, where the epoch counts promotions. A new leader's
+// Promote entry ends the sessions of earlier epochs the way a failover
+// must: their waits are cancelled, their holds stay until their leases
+// end (renewable and releasable by token). Results reach the node's own
+// connections through its Output; followers deliver nothing.
+//
+// Every request but stats goes through the log, reads included, so a
+// reply never shows state a later leader could lose.
+package cluster

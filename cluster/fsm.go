@@ -1,0 +1,380 @@
+package cluster
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Output receives what applying the log did to this node's own
+// connections. Deliver is called on the FSM's goroutine, once per applied
+// op that has something for them: conn is the local connection whose op
+// it was (0 when the op was not from one of this node's connections, or
+// is answered later) and r its result when hasReply; fx holds the
+// effects on local connections, addressed by local connection number
+// (engine.SessionID(conn)). The implementation writes the reply before
+// the pushes of the same op (spec: a reply precedes the pushes it
+// causes), and for a signal's reply (engine.KindReceivers) counts the
+// receivers its delivery of fx reached.
+type Output interface {
+	Deliver(conn uint32, hasReply bool, r engine.Result, fx *engine.Effects)
+	// Demoted is called when this node stops leading: every request of
+	// its connections still waiting for a result will never get one
+	// from this node and must be answered error_not_leader.
+	Demoted()
+}
+
+// FSM is the replicated state: an engine fed only by the log. It maps the
+// cluster's connection ids (epoch<<32 | the leader's local number) to
+// engine sessions, opened on a connection's first request.
+//
+// Determinism: the FSM reads no clock and no randomness; time is the
+// batches' stamps (the cluster clock, never going back) and every
+// iteration over a map is sorted first.
+type FSM struct {
+	local engine.Config // each replica's own engine settings
+	out   Output
+	// deliverEpoch is the epoch this node leads (0: none): only its
+	// connections are this node's to answer.
+	deliverEpoch atomic.Uint64
+
+	// mu guards the fields below against readers outside the apply
+	// goroutine (stats, digests, the leader's clock); apply holds it
+	// for writing only to swap the engine and to update maps.
+	mu     sync.RWMutex
+	eng    *engine.Engine
+	init   Init
+	inited bool
+	now    timerwheel.Instant // the cluster clock: the latest stamp applied
+	epoch  uint64             // epochs promoted so far
+	conns  map[uint64]engine.SessionID
+	ids    map[engine.SessionID]uint64
+
+	fx, tfx engine.Effects // apply's scratch
+	// applied, if set, is called after each batch: a leader's proposer
+	// looks at the engine's deadlines again.
+	applied func()
+}
+
+// NewFSM returns an empty replica. local supplies the engine settings a
+// replica chooses for itself (Shards, OnDeadline); the rest comes from
+// the log's Init.
+func NewFSM(local engine.Config, out Output) *FSM {
+	return &FSM{local: local, out: out,
+		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64)}
+}
+
+// Engine returns the current replica of the engine (nil before Init), for
+// reads that do not change it (stats).
+func (f *FSM) Engine() *engine.Engine {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.eng
+}
+
+// Now returns the cluster clock.
+func (f *FSM) Now() timerwheel.Instant {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.now
+}
+
+// Inited reports whether the cluster's Init has been applied.
+func (f *FSM) Inited() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.inited
+}
+
+// Apply applies one log entry.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed entries in order. A Promote entry's
+// response is the epoch it started; others respond nil. An entry this
+// replica cannot decode stops it: going on would diverge.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	res := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		b, err := DecodeBatch(l.Data)
+		if err != nil {
+			panic(fmt.Sprintf("cluster: entry %d: %v (a replica must not skip what the others applied)", l.Index, err))
+		}
+		res[i] = f.applyBatch(&b)
+	}
+	if f.applied != nil {
+		f.applied()
+	}
+	return res
+}
+
+func (f *FSM) applyBatch(b *Batch) any {
+	f.mu.Lock()
+	f.now = max(f.now, b.Stamp)
+	f.mu.Unlock()
+	now := f.now
+	if f.eng != nil {
+		// Time first: whatever fell due by the stamp fires before the
+		// batch's requests, on every replica alike.
+		f.run(0, &engine.Command{Kind: engine.KindAdvance, At: now})
+	}
+	var resp any
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		switch op.Kind {
+		case OpInit:
+			if f.inited {
+				continue // a second bootstrap's Init: the first one stands
+			}
+			cfg := op.Init.engineConfig(f.local)
+			cfg.Start = now
+			e := engine.New(cfg)
+			f.mu.Lock()
+			f.eng, f.init, f.inited = e, op.Init, true
+			f.mu.Unlock()
+		case OpPromote:
+			if f.eng == nil {
+				continue
+			}
+			f.mu.Lock()
+			f.epoch++
+			f.mu.Unlock()
+			f.closeEarlierEpochs(now)
+			resp = f.epoch
+		case OpRequest:
+			if f.eng == nil || op.Conn>>32 != f.epoch {
+				continue // from an epoch already closed
+			}
+			sid := f.session(op.Conn, now)
+			f.run(op.Conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req})
+		case OpClose:
+			if sid, ok := f.conns[op.Conn]; ok {
+				f.forget(op.Conn, sid)
+				f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, At: now})
+			}
+		case OpCancel:
+			if sid, ok := f.conns[op.Conn]; ok {
+				f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now})
+			}
+		case OpGC:
+			if f.eng != nil {
+				f.run(0, &engine.Command{Kind: engine.KindGC, At: now})
+			}
+		}
+	}
+	return resp
+}
+
+// session returns conn's engine session, opening it on first use.
+func (f *FSM) session(conn uint64, now timerwheel.Instant) engine.SessionID {
+	if sid, ok := f.conns[conn]; ok {
+		return sid
+	}
+	var fx engine.Effects
+	sid := f.eng.Apply(&engine.Command{Kind: engine.KindOpen, ConnID: conn, At: now}, &fx).Session
+	f.mu.Lock()
+	f.conns[conn], f.ids[sid] = sid, conn
+	f.mu.Unlock()
+	return sid
+}
+
+func (f *FSM) forget(conn uint64, sid engine.SessionID) {
+	f.mu.Lock()
+	delete(f.conns, conn)
+	delete(f.ids, sid)
+	f.mu.Unlock()
+}
+
+// closeEarlierEpochs ends the sessions of connections of earlier
+// leaderships, in connection order: their waits are cancelled, their
+// holds stay until their leases end (renewable by token from anywhere).
+func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
+	var old []uint64
+	for c := range f.conns {
+		if c>>32 != f.epoch {
+			old = append(old, c)
+		}
+	}
+	slices.Sort(old)
+	for _, c := range old {
+		sid := f.conns[c]
+		f.forget(c, sid)
+		f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, Keep: true, At: now})
+	}
+}
+
+// run applies one command and hands its outcome to the output: the reply
+// when conn (the command's connection, 0 for none) is this node's, and
+// the effects addressed to this node's connections.
+func (f *FSM) run(conn uint64, c *engine.Command) {
+	f.fx.Reset()
+	r := f.eng.Apply(c, &f.fx)
+	mine := f.deliverEpoch.Load()
+	if mine == 0 {
+		return // a follower answers nobody
+	}
+	local := uint32(0)
+	if conn>>32 == mine && conn != 0 {
+		local = uint32(conn)
+	}
+	hasReply := local != 0 && !r.Blocked
+	f.tfx.Reset()
+	for _, e := range f.fx.List {
+		to, ok := f.localID(e.To, mine)
+		if !ok {
+			continue
+		}
+		e.To = to
+		if e.Group != nil {
+			g := make([]engine.SessionID, 0, len(e.Group))
+			for i := range e.Group {
+				if m, ok := f.localID(e.Member(i), mine); ok {
+					g = append(g, m)
+				}
+			}
+			e.Group, e.Start = g, 0
+		}
+		f.tfx.List = append(f.tfx.List, e)
+	}
+	if hasReply || len(f.tfx.List) > 0 {
+		f.out.Deliver(local, hasReply, r, &f.tfx)
+	}
+}
+
+// localID turns an engine session into this node's connection number, if
+// the session is one of its connections in epoch mine.
+func (f *FSM) localID(sid engine.SessionID, mine uint64) (engine.SessionID, bool) {
+	c, ok := f.ids[sid]
+	if !ok || c>>32 != mine {
+		return 0, false
+	}
+	return engine.SessionID(uint32(c)), true
+}
+
+// Digest is a hash of the whole replicated state: equal on every replica
+// that applied the same entries.
+func (f *FSM) Digest() [sha256.Size]byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	h := sha256.New()
+	var buf []byte
+	buf = binary.AppendVarint(buf, int64(f.now))
+	buf = binary.AppendUvarint(buf, f.epoch)
+	buf = appendConns(buf, f.conns)
+	if f.eng != nil {
+		d := f.eng.Digest()
+		buf = append(buf, d[:]...)
+	}
+	h.Write(buf)
+	return [sha256.Size]byte(h.Sum(nil))
+}
+
+func appendConns(buf []byte, conns map[uint64]engine.SessionID) []byte {
+	keys := make([]uint64, 0, len(conns))
+	for c := range conns {
+		keys = append(keys, c)
+	}
+	slices.Sort(keys)
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	for _, c := range keys {
+		buf = binary.AppendUvarint(buf, c)
+		buf = binary.AppendUvarint(buf, uint64(conns[c]))
+	}
+	return buf
+}
+
+// snapMagic starts an FSM snapshot: then the cluster clock, the epoch,
+// the Init (as an op), the connection map and the engine's snapshot.
+const snapMagic = "DFLKCLU\x01"
+
+// Snapshot captures the state on the apply goroutine (no apply runs
+// meanwhile); Persist writes the captured bytes while applies go on.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	buf := []byte(snapMagic)
+	buf = binary.AppendVarint(buf, int64(f.now))
+	buf = binary.AppendUvarint(buf, f.epoch)
+	if !f.inited {
+		return snapshot(append(buf, 0)), nil
+	}
+	buf = append(buf, 1)
+	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
+	buf = appendConns(buf, f.conns)
+	var w bytes.Buffer
+	w.Write(buf)
+	if err := f.eng.Snapshot(&w); err != nil {
+		return nil, err
+	}
+	return snapshot(w.Bytes()), nil
+}
+
+type snapshot []byte
+
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshot) Release() {}
+
+// Restore replaces the state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(data, []byte(snapMagic)) {
+		return fmt.Errorf("cluster: not a snapshot of this format")
+	}
+	d := decoder{b: data[len(snapMagic):]}
+	now := timerwheel.Instant(d.varint())
+	epoch := d.uvarint()
+	inited := d.byte() == 1
+	var init Init
+	conns := make(map[uint64]engine.SessionID)
+	ids := make(map[engine.SessionID]uint64)
+	var eng *engine.Engine
+	if inited {
+		op := d.op()
+		if op.Kind != OpInit {
+			d.fail("init")
+		}
+		init = op.Init
+		n := d.uvarint()
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			c, sid := d.uvarint(), engine.SessionID(d.uvarint())
+			conns[c], ids[sid] = sid, c
+		}
+		if d.err != nil {
+			return fmt.Errorf("cluster: snapshot: %w", d.err)
+		}
+		cfg := init.engineConfig(f.local)
+		cfg.Start = now
+		if eng, err = engine.Restore(cfg, bytes.NewReader(d.b)); err != nil {
+			return fmt.Errorf("cluster: snapshot: %w", err)
+		}
+	} else if d.err != nil || len(d.b) != 0 {
+		return fmt.Errorf("cluster: snapshot: damaged header")
+	}
+	f.mu.Lock()
+	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids = eng, init, inited, now, epoch, conns, ids
+	f.mu.Unlock()
+	return nil
+}

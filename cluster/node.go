@@ -1,0 +1,345 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// ErrNotLeader is returned by Submit on a node that does not lead, or
+// leads but has not finished its promotion.
+var ErrNotLeader = errors.New("cluster: not the leader")
+
+// Config configures a Node. Zero durations and sizes mean their defaults.
+type Config struct {
+	ID        raft.ServerID
+	Transport raft.Transport
+	Logs      raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+	// Raft, if set, is the raft configuration to start from (LocalID,
+	// NotifyCh and BatchApplyCh are set by New); nil: DefaultRaft.
+	Raft *raft.Config
+	// Init is what the first leader of a new cluster proposes: a zero
+	// TokenKey becomes a random one, and FenceFloor is raised to the
+	// leader's wall clock in ns (spec §C.2).
+	Init Init
+	// Shards of this replica's engine (a local choice).
+	Shards int
+	Output Output
+	// Clock is this node's monotonic clock; the cluster clock advances
+	// with it while the node leads.
+	Clock timerwheel.Clock
+	// ClockTick: a leader with nothing to propose still stamps an empty
+	// batch this often, which bounds how much a failover can lengthen
+	// leases (default 1 s).
+	ClockTick time.Duration
+	// GCInterval: how often the leader proposes idle-key pruning (spec
+	// §D.6; default 5 s).
+	GCInterval time.Duration
+	// BatchMax bounds the ops of one entry (default 256).
+	BatchMax int
+	// Inflight bounds the entries handed to raft and not yet applied
+	// (default 8): while they are, new ops gather into the next batch.
+	Inflight int
+}
+
+// DefaultRaft is the raft configuration of a dflockd-ng node: heartbeat
+// and election timeouts of 1 s (a failover takes 1–3 s), entries of up to
+// 256 batches per disk write.
+func DefaultRaft() *raft.Config {
+	c := raft.DefaultConfig()
+	c.HeartbeatTimeout = time.Second
+	c.ElectionTimeout = time.Second
+	c.LeaderLeaseTimeout = 500 * time.Millisecond
+	c.CommitTimeout = 50 * time.Millisecond
+	c.MaxAppendEntries = 256
+	c.SnapshotThreshold = 8192
+	c.SnapshotInterval = 120 * time.Second
+	c.TrailingLogs = 10240
+	return c
+}
+
+// Node is one member of a cluster: a raft instance whose FSM is the
+// engine, and while it leads, the proposer of its connections' requests
+// and of time.
+type Node struct {
+	cfg  Config
+	fsm  *FSM
+	raft *raft.Raft
+
+	kick   chan struct{} // an engine deadline moved earlier
+	notify chan bool     // raft's leadership changes
+	quit   chan struct{}
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		term   uint64 // leadership attempts: a promotion checks it is still current
+		ready  bool   // promoted: Submit is open
+		epoch  uint64 // the epoch this node leads while ready
+		queue  []byte // encoded ops waiting for the next batch
+		nops   int    // ops in queue
+		wake   chan struct{}
+		stop   chan struct{} // closed to end the current proposer
+		done   chan struct{} // closed when that proposer has ended
+		clock  leaderClock
+		demote func() // set while leading
+	}
+}
+
+// New starts a node. It joins whatever cluster its stores describe; a new
+// cluster is created with Bootstrap.
+func New(cfg Config) (*Node, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = timerwheel.NewMonoClock()
+	}
+	if cfg.ClockTick <= 0 {
+		cfg.ClockTick = time.Second
+	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = 5 * time.Second
+	}
+	if cfg.BatchMax <= 0 {
+		cfg.BatchMax = 256
+	}
+	if cfg.Inflight <= 0 {
+		cfg.Inflight = 8
+	}
+	n := &Node{cfg: cfg, kick: make(chan struct{}, 1), notify: make(chan bool, 16), quit: make(chan struct{})}
+	local := engine.Config{Shards: cfg.Shards, OnDeadline: func(int, timerwheel.Tick) {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}}
+	n.fsm = NewFSM(local, cfg.Output)
+	n.fsm.applied = func() {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}
+	rc := DefaultRaft()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		rc = &c
+	}
+	rc.LocalID = cfg.ID
+	rc.NotifyCh = n.notify
+	rc.BatchApplyCh = true
+	r, err := raft.NewRaft(rc, n.fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
+	if err != nil {
+		return nil, err
+	}
+	n.raft = r
+	n.wg.Add(1)
+	go n.watchLeadership()
+	return n, nil
+}
+
+// Bootstrap creates a new cluster of servers (this node among them) if
+// the stores hold none; on a node that already has state it does nothing
+// (raft's ErrCantBootstrap is not an error here).
+func (n *Node) Bootstrap(servers []raft.Server) error {
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil
+	}
+	return err
+}
+
+// Raft returns the node's raft instance (membership, stats, leadership
+// transfer).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSM returns the node's replica.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Leader returns the current leader's id and raft address, empty when
+// unknown.
+func (n *Node) Leader() (raft.ServerID, raft.ServerAddress) {
+	addr, id := n.raft.LeaderWithID()
+	return id, addr
+}
+
+// Ready reports whether this node leads and accepts Submit.
+func (n *Node) Ready() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.ready
+}
+
+// Submit proposes a request of local connection conn (a number the
+// caller chooses, unique among its open connections). Its result reaches
+// the Output when the entry carrying it applies, or Demoted says it never
+// will. Submit copies what it needs of req.
+func (n *Node) Submit(conn uint32, req *parse.Request) error {
+	return n.enqueue(&Op{Kind: OpRequest, Req: *req}, conn)
+}
+
+// Close proposes the disconnect cleanup of local connection conn. A node
+// that does not lead has nothing to clean up: the next leader's
+// promotion ends the connections of earlier epochs.
+func (n *Node) Close(conn uint32) { _ = n.enqueue(&Op{Kind: OpClose}, conn) }
+
+// Cancel proposes the withdrawal of conn's parked request of tag.
+func (n *Node) Cancel(conn uint32, tag uint32) error {
+	return n.enqueue(&Op{Kind: OpCancel, Tag: tag}, conn)
+}
+
+func (n *Node) enqueue(op *Op, conn uint32) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.mu.ready {
+		return ErrNotLeader
+	}
+	op.Conn = n.mu.epoch<<32 | uint64(conn)
+	n.mu.queue = appendOp(n.mu.queue, op)
+	n.mu.nops++
+	if n.mu.nops == 1 {
+		select {
+		case n.mu.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the node (without a leadership transfer: see
+// TransferLeadership).
+func (n *Node) Shutdown() error {
+	close(n.quit)
+	err := n.raft.Shutdown().Error()
+	n.wg.Wait()
+	n.demote()
+	return err
+}
+
+// TransferLeadership hands leadership to another voter, if this node
+// leads: a planned stop then costs one redirect, not an election timeout.
+func (n *Node) TransferLeadership() error {
+	if n.raft.State() != raft.Leader {
+		return nil
+	}
+	return n.raft.LeadershipTransfer().Error()
+}
+
+// watchLeadership promotes and demotes as raft says.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case leading := <-n.notify:
+			n.demote()
+			if leading {
+				n.mu.Lock()
+				term := n.mu.term
+				n.mu.Unlock()
+				n.wg.Add(1)
+				go func() {
+					defer n.wg.Done()
+					n.promote(term)
+				}()
+			}
+		}
+	}
+}
+
+// promote makes a new leader ready: every entry of earlier terms is
+// applied (Barrier), the cluster gets its Init if it is new, and a
+// Promote entry starts this node's epoch. Only then does Submit open, and
+// the cluster clock resumes from where the log left it.
+func (n *Node) promote(term uint64) {
+	if err := n.raft.Barrier(0).Error(); err != nil {
+		return
+	}
+	if !n.fsm.Inited() {
+		in := n.cfg.Init
+		if in.TokenKey == (engine.TokenKey{}) {
+			if _, err := rand.Read(in.TokenKey[:]); err != nil {
+				panic("cluster: no randomness for the token key: " + err.Error())
+			}
+		}
+		in.FenceFloor = max(in.FenceFloor, uint64(time.Now().UnixNano()))
+		b := AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: []Op{{Kind: OpInit, Init: in}}})
+		if err := n.raft.Apply(b, 0).Error(); err != nil {
+			return
+		}
+	}
+	f := n.raft.Apply(AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: []Op{{Kind: OpPromote}}}), 0)
+	if f.Error() != nil {
+		return
+	}
+	epoch, _ := f.Response().(uint64)
+	if epoch == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.term != term {
+		return // demoted meanwhile
+	}
+	n.fsm.deliverEpoch.Store(epoch)
+	n.mu.ready, n.mu.epoch = true, epoch
+	n.mu.queue, n.mu.nops = n.mu.queue[:0], 0
+	n.mu.clock = leaderClock{clock: n.cfg.Clock, base: n.fsm.Now(), since: n.cfg.Clock.Now()}
+	n.mu.clock.last = n.mu.clock.base
+	n.mu.wake = make(chan struct{}, 1)
+	n.mu.stop, n.mu.done = make(chan struct{}), make(chan struct{})
+	p := &proposer{n: n, wake: n.mu.wake, stop: n.mu.stop, done: n.mu.done}
+	go p.run()
+}
+
+// demote ends this node's leadership, if it had one: the proposer stops,
+// queued ops are dropped, and the output answers what was waiting.
+func (n *Node) demote() {
+	n.mu.Lock()
+	n.mu.term++
+	wasReady := n.mu.ready
+	n.mu.ready = false
+	stop, done := n.mu.stop, n.mu.done
+	n.mu.stop, n.mu.done = nil, nil
+	n.mu.queue, n.mu.nops = n.mu.queue[:0], 0
+	n.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	n.fsm.deliverEpoch.Store(0)
+	if wasReady && n.cfg.Output != nil {
+		n.cfg.Output.Demoted()
+	}
+}
+
+// leaderClock stamps batches: the cluster clock at promotion plus this
+// node's monotonic time since, never going back. Wall clocks play no
+// part, so a node whose clock is hours off changes nothing; while no
+// leader stamps, the cluster clock stands still, which can only lengthen
+// leases.
+type leaderClock struct {
+	clock timerwheel.Clock
+	base  timerwheel.Instant // cluster time at promotion
+	since timerwheel.Instant // local time at promotion
+	last  timerwheel.Instant
+}
+
+func (c *leaderClock) stamp() timerwheel.Instant {
+	t := c.base + (c.clock.Now() - c.since)
+	c.last = max(t, c.last)
+	return c.last
+}
+
+// local returns the local instant at which the cluster clock reaches t.
+func (c *leaderClock) local(t timerwheel.Instant) timerwheel.Instant {
+	return c.since + (t - c.base)
+}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// proposer runs while its node leads: it turns the queued ops into
+// batches (all that gathered while earlier entries were in flight: group
+// commit), stamps them with the cluster clock, and proposes time itself
+// when an engine deadline falls due, when the GC interval passes, or when
+// nothing was proposed for a ClockTick.
+type proposer struct {
+	n          *Node
+	wake, stop chan struct{}
+	done       chan struct{}
+}
+
+func (p *proposer) run() {
+	defer close(p.done)
+	n := p.n
+	inflight := make(chan raft.ApplyFuture, n.cfg.Inflight)
+	failed := make(chan struct{})
+	go func() {
+		// Completion: an entry that fails to commit means leadership is
+		// gone (or going); raft's notification does the demotion.
+		for f := range inflight {
+			if f.Error() != nil {
+				select {
+				case <-failed:
+				default:
+					close(failed)
+				}
+			}
+		}
+	}()
+	defer close(inflight)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	lastGC := n.cfg.Clock.Now()
+	// proposed is the stamp of the last batch proposed: the deadlines up
+	// to it fire when that batch applies, so time is not proposed again
+	// for them meanwhile.
+	n.mu.Lock()
+	proposed := n.mu.clock.last
+	n.mu.Unlock()
+	var buf []byte
+	for {
+		now := n.cfg.Clock.Now()
+		n.mu.Lock()
+		nops := n.mu.nops
+		var ops []byte
+		if nops > 0 {
+			ops = n.mu.queue
+			n.mu.queue, n.mu.nops = nil, 0
+		}
+		clk := &n.mu.clock
+		stamp := clk.stamp()
+		due := n.nextDue(proposed)
+		localDue := clk.local(due)
+		n.mu.Unlock()
+		gc := now-lastGC >= timerwheel.Instant(n.cfg.GCInterval)
+		timeDue := due > proposed && stamp >= due
+		if nops > 0 || gc || timeDue {
+			if gc {
+				ops = appendOp(ops, &Op{Kind: OpGC})
+				nops++
+				lastGC = now
+			}
+			buf = buf[:0]
+			buf = append(buf, batchFormat)
+			buf = binary.AppendVarint(buf, int64(stamp))
+			buf = binary.AppendUvarint(buf, uint64(nops))
+			buf = append(buf, ops...)
+			data := append([]byte(nil), buf...)
+			proposed = stamp
+			select {
+			case inflight <- n.raft.Apply(data, 0):
+			case <-p.stop:
+				return
+			}
+			continue
+		}
+		wait := n.cfg.GCInterval - time.Duration(now-lastGC)
+		if due > proposed {
+			wait = min(wait, time.Duration(localDue-now))
+		} // else: woken by the apply of the batch that covers it (kick)
+		timer.Reset(max(wait, 0))
+		select {
+		case <-p.wake:
+		case <-n.kick:
+		case <-timer.C:
+		case <-failed:
+			<-p.stop
+			return
+		case <-p.stop:
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// nextDue returns the cluster instant the next batch must be stamped by:
+// the engine's earliest deadline, or a ClockTick after the last batch.
+func (n *Node) nextDue(proposed timerwheel.Instant) timerwheel.Instant {
+	due := proposed + timerwheel.Instant(n.cfg.ClockTick)
+	if e := n.fsm.Engine(); e != nil {
+		if d, ok := e.NextDeadline(); ok {
+			due = min(due, timerwheel.Of(d))
+		}
+	}
+	return due
+}
