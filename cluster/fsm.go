@@ -47,6 +47,10 @@ type FSM struct {
 	// deliverEpoch is the epoch this node leads (0: none): only its
 	// connections are this node's to answer.
 	deliverEpoch atomic.Uint64
+	// deliverMu is held while results are handed to the output, so that
+	// a demotion (which takes it to clear deliverEpoch) happens between
+	// two deliveries, never during one: after it, nothing more arrives.
+	deliverMu sync.Mutex
 
 	// mu guards the fields below against readers outside the apply
 	// goroutine (stats, digests, the leader's clock); apply holds it
@@ -77,6 +81,9 @@ func NewFSM(local engine.Config, out Output) *FSM {
 // Engine returns the current replica of the engine (nil before Init), for
 // reads that do not change it (stats).
 func (f *FSM) Engine() *engine.Engine {
+	if f == nil {
+		return nil
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.eng
@@ -221,6 +228,8 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 func (f *FSM) run(conn uint64, c *engine.Command) {
 	f.fx.Reset()
 	r := f.eng.Apply(c, &f.fx)
+	f.deliverMu.Lock()
+	defer f.deliverMu.Unlock()
 	mine := f.deliverEpoch.Load()
 	if mine == 0 {
 		return // a follower answers nobody

@@ -34,6 +34,9 @@ type Config struct {
 	// Shards of this replica's engine (a local choice).
 	Shards int
 	Output Output
+	// ClientAddrs maps the members' ids to their client addresses
+	// (host:port), for redirects (error_not_leader <addr>).
+	ClientAddrs map[raft.ServerID]string
 	// Clock is this node's monotonic clock; the cluster clock advances
 	// with it while the node leads.
 	Clock timerwheel.Clock
@@ -169,6 +172,21 @@ func (n *Node) Leader() (raft.ServerID, raft.ServerAddress) {
 	addr, id := n.raft.LeaderWithID()
 	return id, addr
 }
+
+// LeaderAddr returns the leader's client address, "" when unknown.
+func (n *Node) LeaderAddr() string {
+	id, _ := n.Leader()
+	return n.cfg.ClientAddrs[id]
+}
+
+// Engine returns the local replica of the engine (nil before Init).
+func (n *Node) Engine() *engine.Engine { return n.fsm.Engine() }
+
+// Now returns the cluster clock.
+func (n *Node) Now() timerwheel.Instant { return n.fsm.Now() }
+
+// Leading is Ready.
+func (n *Node) Leading() bool { return n.Ready() }
 
 // Ready reports whether this node leads and accepts Submit.
 func (n *Node) Ready() bool {
@@ -315,7 +333,9 @@ func (n *Node) demote() {
 		close(stop)
 		<-done
 	}
+	n.fsm.deliverMu.Lock()
 	n.fsm.deliverEpoch.Store(0)
+	n.fsm.deliverMu.Unlock()
 	if wasReady && n.cfg.Output != nil {
 		n.cfg.Output.Demoted()
 	}

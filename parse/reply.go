@@ -25,6 +25,7 @@ const (
 	StatusErrorListFull             // rf: --max-list-length reached
 	StatusErrorTypeMismatch         // rf: key used by another primitive kind
 	StatusErrorBarrierCountMismatch // rf: bwait count differs from the barrier's
+	StatusErrorNotLeader            // cluster: this node does not lead (spec §G)
 	numStatuses
 )
 
@@ -53,6 +54,7 @@ var statusText = [numStatuses]string{
 	StatusErrorListFull:             "error_list_full",
 	StatusErrorTypeMismatch:         "error_type_mismatch",
 	StatusErrorBarrierCountMismatch: "error_barrier_count_mismatch",
+	StatusErrorNotLeader:            "error_not_leader",
 }
 
 func (s Status) String() string { return statusText[s] }

@@ -41,6 +41,7 @@ func TestStatusWords(t *testing.T) {
 		{StatusErrorListFull, "error_list_full"},
 		{StatusErrorTypeMismatch, "error_type_mismatch"},
 		{StatusErrorBarrierCountMismatch, "error_barrier_count_mismatch"},
+		{StatusErrorNotLeader, "error_not_leader"},
 	}
 	if len(want) != int(numStatuses) {
 		t.Fatalf("test covers %d statuses, package defines %d", len(want), numStatuses)

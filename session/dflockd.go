@@ -131,7 +131,17 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		return parse.AppendStatus(out, parse.StatusError), false
 	}
 	switch req.Op {
-	case parse.OpPing, parse.OpBarrier:
+	case parse.OpPing:
+		return parse.AppendStatus(out, parse.StatusOK), false
+	case parse.OpBarrier:
+		// Single node, and a cluster's leader, whose every read goes
+		// through the log after the writes before it: caught up. A
+		// follower sends the client to the leader (spec §G).
+		if r := s.hub.replica; r != nil && !r.Leading() {
+			nl := s.hub.notLeader()
+			s.countReply(nl.Status)
+			return appendResult(out, &nl, false), false
+		}
 		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpAuth:
 		// Already authenticated, or no token configured (spec §B.13).
@@ -186,9 +196,9 @@ func (s *Session) ownArgs(r *parse.Request) {
 func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
 	var st *parse.Stats
 	if s.hub.cfg.Profile == parse.ProfileRF {
-		st = s.hub.eng.Stats(now, s.hub.Connections())
+		st = s.hub.statsOf(true, now)
 	} else {
-		st = s.hub.eng.LockStats(now, s.hub.Connections()) // the five keys of v1 and v2
+		st = s.hub.statsOf(false, now) // the five keys of v1 and v2
 	}
 	out = append(out, "ok "...)
 	out = parse.AppendStats(out, st, s.hub.cfg.Profile)
@@ -220,6 +230,11 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 // deliver writes the late reply of a parked request and resumes parsing
 // whatever was pipelined behind it.
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
+	if !s.blocked {
+		// A cluster node that stopped leading answers every session it
+		// may have left waiting (Hub.Demoted); the others drop that.
+		return
+	}
 	s.flushPushes()
 	sc := s.t.Scratch()
 	s.countReply(r.Status)
@@ -246,6 +261,11 @@ func appendResult(out []byte, r *engine.Result, rf bool) []byte {
 		return append(out, '\n')
 	case engine.KindList:
 		return parse.AppendOKList(out, r.Items)
+	}
+	if r.Status == parse.StatusErrorNotLeader && r.Value != "" {
+		out = append(out, "error_not_leader "...)
+		out = append(out, r.Value...)
+		return append(out, '\n')
 	}
 	return parse.AppendStatus(out, r.Status)
 }

@@ -46,6 +46,10 @@ type Hub struct {
 	counters counterSet
 	// housekeeping is set by NewServerHub (core.go).
 	housekeeping *housekeeping
+	// replica, in cluster mode, runs the engine commands instead of eng
+	// (cluster.go); conn numbers its sessions.
+	replica Replica
+	conn    atomic.Uint32
 }
 
 // routeShards spreads the session index over mutexes: a fan-out looks up
@@ -85,7 +89,12 @@ func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
 }
 
 // Engine returns the hub's engine.
-func (h *Hub) Engine() *engine.Engine { return h.eng }
+func (h *Hub) Engine() *engine.Engine {
+	if h.replica != nil {
+		return h.replica.Engine()
+	}
+	return h.eng
+}
 
 // Clock returns the hub's clock.
 func (h *Hub) Clock() timerwheel.Clock { return h.clock }
@@ -102,8 +111,7 @@ const (
 // transport's goroutine.
 func (h *Hub) Open(t Transport, p Protocol) *Session {
 	now := h.clock.Now()
-	var fx engine.Effects
-	id := h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
+	id := h.openID(now)
 	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == ""}
 	if p == Godistlock {
 		s.codec = newGodistlock()
@@ -201,6 +209,9 @@ func (h *Hub) Route(fx *engine.Effects) (receivers int) {
 // close; v1 sessions go on being served. Safe from any goroutine.
 func (h *Hub) Drain() {
 	h.draining.Store(true)
+	if h.replica != nil {
+		return // a cluster node hands leadership over instead (cmd/dflockd)
+	}
 	var fx engine.Effects
 	h.eng.Apply(&engine.Command{Kind: engine.KindDrain, At: h.clock.Now()}, &fx)
 	h.Route(&fx)

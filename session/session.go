@@ -167,6 +167,11 @@ func (s *Session) Closed() {
 		return
 	}
 	s.closed = true
+	if r := s.hub.replica; r != nil {
+		r.Close(uint32(s.id))
+		s.hub.forget(s)
+		return
+	}
 	sc := s.t.Scratch()
 	sc.Fx.Reset()
 	s.hub.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: s.id, At: s.hub.clock.Now()}, &sc.Fx)
@@ -254,6 +259,9 @@ func (s *Session) noteProgress(partial []byte, frames int, now timerwheel.Instan
 // the command's result and, for a signal, the receivers its pushes
 // reached.
 func (s *Session) apply(c *engine.Command) (engine.Result, int) {
+	if s.hub.replica != nil {
+		return s.hub.submit(s, c.Kind, c.Req), 0
+	}
 	sc := s.t.Scratch()
 	r := s.hub.eng.Apply(c, &sc.Fx)
 	n := 0

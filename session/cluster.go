@@ -1,0 +1,140 @@
+package session
+
+import (
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// Replica is the replicated engine of a cluster node (spec §G): the
+// sessions of a hub made by NewClusterHub submit their requests to it
+// instead of applying them, and their results come back through the hub's
+// Deliver when the log entry carrying them applies.
+type Replica interface {
+	// Submit proposes a request of connection conn; an error means this
+	// node does not lead, and nothing was proposed.
+	Submit(conn uint32, req *parse.Request) error
+	// Close ends connection conn's session in the replicated state.
+	Close(conn uint32)
+	// Engine is the local replica, read for stats (nil before the
+	// cluster's first entry).
+	Engine() *engine.Engine
+	// Now is the cluster clock, the time of the replica's state.
+	Now() timerwheel.Instant
+	// Leading reports whether this node leads and accepts Submit.
+	Leading() bool
+	// LeaderAddr is the leader's client address for redirects, "" when
+	// unknown.
+	LeaderAddr() string
+}
+
+// NewClusterHub returns the hub of a cluster node's sessions. Its
+// sessions are numbered by the hub (the replica knows them by those
+// numbers); it has no housekeeping of its own: the leader proposes time
+// and GC.
+func NewClusterHub(cfg Config, r Replica, clock timerwheel.Clock) *Hub {
+	h := NewHub(cfg, nil, clock)
+	h.replica = r
+	return h
+}
+
+// openID returns the id of a new session: the engine's, or in cluster
+// mode the hub's next connection number (never 0).
+func (h *Hub) openID(now timerwheel.Instant) engine.SessionID {
+	if h.replica == nil {
+		var fx engine.Effects
+		return h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
+	}
+	for {
+		if id := h.conn.Add(1); id != 0 && h.lookup(engine.SessionID(id)) == nil {
+			return engine.SessionID(id)
+		}
+	}
+}
+
+// submit proposes a session's request: its result is late (Blocked), or
+// error_not_leader at once on a node that does not lead.
+//
+// The request is taken by value: its address goes to an interface and so
+// escapes, and a pointer into the caller's command would move every
+// command of the single-node path to the heap.
+func (h *Hub) submit(s *Session, kind engine.Kind, req parse.Request) engine.Result {
+	if kind != engine.KindRequest || h.replica.Submit(uint32(s.id), &req) != nil {
+		return h.notLeader()
+	}
+	return engine.Result{Blocked: true}
+}
+
+// notLeader is the error_not_leader reply, naming the leader if known.
+func (h *Hub) notLeader() engine.Result {
+	return engine.Result{Status: parse.StatusErrorNotLeader, Value: h.replica.LeaderAddr()}
+}
+
+// Deliver hands what an applied log entry did to this node's sessions:
+// the reply of a session's request when hasReply (before the pushes the
+// same request caused, as a single node writes them), then the effects.
+// It is the cluster.Output of the node.
+func (h *Hub) Deliver(conn uint32, hasReply bool, r engine.Result, fx *engine.Effects) {
+	if hasReply {
+		if s := h.lookup(engine.SessionID(conn)); s != nil {
+			if r.Kind == engine.KindReceivers {
+				r.Kind, r.Int = engine.KindInt, int64(h.receivers(fx))
+			}
+			s.t.Post(r)
+		}
+	}
+	if len(fx.List) > 0 {
+		h.Route(fx)
+	}
+}
+
+// receivers counts the receivers Route would reach with fx's pushes.
+func (h *Hub) receivers(fx *engine.Effects) (n int) {
+	for i := range fx.List {
+		f := &fx.List[i]
+		if f.Result.Kind != engine.KindPush {
+			continue
+		}
+		if f.Group != nil {
+			for j := range f.Group {
+				if m := h.lookup(f.Member(j)); m != nil && !m.Backlogged() {
+					n++
+					break
+				}
+			}
+		} else if s := h.lookup(f.To); s != nil && !s.Backlogged() {
+			n++
+		}
+	}
+	return n
+}
+
+// Demoted answers error_not_leader to every session waiting for a result
+// this node will no longer deliver; sessions not waiting ignore it.
+func (h *Hub) Demoted() {
+	nl := h.notLeader()
+	for i := range h.routes {
+		rs := &h.routes[i]
+		rs.mu.RLock()
+		for _, s := range rs.m {
+			s.t.Post(nl)
+		}
+		rs.mu.RUnlock()
+	}
+}
+
+// statsOf returns the stats of the hub's engine (rf: every array; else
+// the five keys of v1 and v2); zero before a cluster's first entry.
+func (h *Hub) statsOf(all bool, now timerwheel.Instant) *parse.Stats {
+	e := h.Engine()
+	if e == nil {
+		return &parse.Stats{Connections: h.Connections()}
+	}
+	if h.replica != nil {
+		now = h.replica.Now() // the replica's time is the log's
+	}
+	if all {
+		return e.Stats(now, h.Connections())
+	}
+	return e.LockStats(now, h.Connections())
+}
