@@ -3,6 +3,7 @@ module github.com/dflockd-ng/dflockd
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/creack/pty v1.1.24
 	github.com/dchest/siphash v1.2.3

@@ -128,7 +128,9 @@ func (h *Hub) Demoted() {
 func (h *Hub) statsOf(all bool, now timerwheel.Instant) *parse.Stats {
 	e := h.Engine()
 	if e == nil {
-		return &parse.Stats{Connections: h.Connections()}
+		// Before the first entry applies: the document of an empty
+		// engine, with its empty arrays.
+		e = engine.New(engine.Config{Profile: h.cfg.Profile, Shards: 1})
 	}
 	if h.replica != nil {
 		now = h.replica.Now() // the replica's time is the log's

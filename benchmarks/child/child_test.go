@@ -3,6 +3,7 @@ package child
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -87,6 +88,55 @@ func TestStartRedis(t *testing.T) {
 	}
 	defer p.Stop()
 	if err := pingRedis(p.Addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The files make a pair a TLS server can load, and ClientConfig trusts it.
+func TestTLSFiles(t *testing.T) {
+	f, err := NewTLSFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(c, c)
+			c.Close()
+		}
+	}()
+	if err := probeTLS(ln.Addr().String(), f.ClientConfig(), "ping\n", "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartRedisTLS(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	f, err := NewTLSFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartRedisTLS(context.Background(), "redis-server", f, "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	// TLS only: a plaintext PING gets no +PONG.
+	if err := pingRedis(p.Addr); err == nil {
+		t.Fatal("a plaintext PING was answered by a TLS-only redis-server")
+	}
+	if err := probeTLS(p.Addr, f.ClientConfig(), "*1\r\n$4\r\nPING\r\n", "+PONG\r\n"); err != nil {
 		t.Fatal(err)
 	}
 }

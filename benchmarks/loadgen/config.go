@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,7 +105,13 @@ type Config struct {
 	KeysPerSlot  int          // primitive workloads: keys each slot cycles through; default 8
 	RedisRelease RedisRelease // default ReleaseCAS
 
-	DialTimeout time.Duration // per connection; default 5 s
+	DialTimeout time.Duration // per connection, TLS handshake included; default 5 s
+	// TLS, if set, makes every connection a TLS client with this config:
+	// a CA to trust (RootCAs) or InsecureSkipVerify; an empty ServerName
+	// is the host of Addr. The handshakes happen while dialing, before the
+	// warm-up, so the window measures requests over established sessions,
+	// as a client with long-lived connections sees them.
+	TLS *tls.Config
 
 	// OnWindowStart and OnWindowEnd, when set, are called (from a goroutine
 	// of Run) as the measured window opens and closes, e.g. to sample the

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -33,6 +34,8 @@ type fakeServer struct {
 	// reply, when set, overrides the lock logic for dflockd requests.
 	// Returning close=true drops the connection without replying.
 	reply func(n int64, cmd, key, arg string) (line string, close bool)
+	// tls, when set, makes the listener TLS only.
+	tls *tls.Config
 
 	requests    atomic.Int64
 	maxInFlight atomic.Int64
@@ -55,6 +58,9 @@ func startFake(t *testing.T, configure func(*fakeServer)) *fakeServer {
 	f := &fakeServer{t: t, ln: ln, held: map[string]string{}, conns: map[net.Conn]struct{}{}}
 	if configure != nil {
 		configure(f)
+	}
+	if f.tls != nil {
+		f.ln = tls.NewListener(ln, f.tls)
 	}
 	f.wg.Add(1)
 	go f.accept()

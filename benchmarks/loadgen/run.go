@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -21,6 +22,7 @@ type Result struct {
 	Workload Workload `json:"workload"`
 	Conns    int      `json:"conns"`
 	Depth    int      `json:"depth"`
+	TLS      bool     `json:"tls"` // the connections were TLS
 
 	Window      time.Duration `json:"window_ns"`
 	Requests    uint64        `json:"requests"`
@@ -69,10 +71,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	defer closeAll()
-	dialer := net.Dialer{Timeout: cfg.DialTimeout}
+	dial := dialer(cfg)
 	var abort atomic.Bool
 	for i := range workers {
-		nc, err := dialer.DialContext(ctx, "tcp", cfg.Addr)
+		nc, err := dial(ctx)
 		if err != nil {
 			return nil, &RunError{Target: cfg.Name, Conn: i, Err: fmt.Errorf("dial %s: %w", cfg.Addr, err), Errors: 1}
 		}
@@ -134,6 +136,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, first
 	}
 	return merge(cfg, workers), nil
+}
+
+// dialer returns what opens one connection of the run: TCP, and a TLS
+// handshake over it when cfg.TLS is set, all within cfg.DialTimeout.
+func dialer(cfg Config) func(context.Context) (net.Conn, error) {
+	d := net.Dialer{Timeout: cfg.DialTimeout}
+	if cfg.TLS == nil {
+		return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", cfg.Addr) }
+	}
+	tc := cfg.TLS.Clone()
+	if tc.ServerName == "" && !tc.InsecureSkipVerify {
+		tc.ServerName, _, _ = net.SplitHostPort(cfg.Addr)
+	}
+	return func(ctx context.Context) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		defer cancel()
+		nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+		if err != nil {
+			return nil, err
+		}
+		c := tls.Client(nc, tc)
+		if err := c.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		return c, nil
+	}
 }
 
 // windowHooks calls cfg's window callbacks on time (measured on the run
@@ -239,6 +268,7 @@ func merge(cfg Config, workers []*worker) *Result {
 		Workload: cfg.Workload,
 		Conns:    cfg.Conns,
 		Depth:    cfg.Depth,
+		TLS:      cfg.TLS != nil,
 		Window:   cfg.Duration,
 	}
 	for _, w := range workers {
@@ -261,8 +291,12 @@ func merge(cfg Config, workers []*worker) *Result {
 
 // String formats r as one line for humans.
 func (r *Result) String() string {
+	proto := r.Proto
+	if r.TLS {
+		proto += "+tls"
+	}
 	s := fmt.Sprintf("%-10s %-7s %-5s c=%-4d d=%-3d pairs/s=%-10.0f req/s=%-10.0f p50=%-9v p90=%-9v p99=%-9v p99.9=%-9v max=%-9v",
-		r.Target, r.Proto, r.Workload, r.Conns, r.Depth, r.PairRate, r.RequestRate,
+		r.Target, proto, r.Workload, r.Conns, r.Depth, r.PairRate, r.RequestRate,
 		round(r.Latency.P50), round(r.Latency.P90), round(r.Latency.P99), round(r.Latency.P999), round(r.Latency.Max))
 	if r.Misses > 0 {
 		s += fmt.Sprintf(" misses/s=%.0f", float64(r.Misses)/r.Window.Seconds())

@@ -7,13 +7,16 @@
 // free loopback ports: the gnet "ceiling" (--with-ceiling) and the dflockd-like
 // "baseline" (--with-baseline), as child processes (default, so their CPU time
 // and memory can be measured from /proc) or in-process (--inproc). It can also
-// start a throw-away redis-server (--with-redis).
+// start a throw-away redis-server (--with-redis), and over TLS (tls.go) a
+// dflockd-ng binary (--with-ng-tls) and a TLS-only redis-server
+// (--with-redis-tls) sharing one throw-away certificate.
 //
 // Examples:
 //
 //	dflockbench --with-ceiling --with-baseline --conns 50 --depth 1,16 --duration 5s
 //	dflockbench --target ng=127.0.0.1:6388 --pid ng=$(pidof dflockd) --workload hot
 //	dflockbench --with-redis --workload lock,try --redis-release cas
+//	dflockbench --with-ng-tls ./dflockd --with-redis-tls --conns 50 --depth 1,16
 //
 // --workload, --conns and --depth take comma-separated lists; every
 // combination is run in turn against every target (combinations a target
@@ -75,6 +78,16 @@ type options struct {
 	redisRelease string
 	jsonOut      bool
 	cpuProfile   string
+
+	// TLS (tls.go): targets over TLS and what their clients trust, and
+	// the TLS servers dflockbench can start itself.
+	tlsTargets   namedAddrs
+	tlsRedis     namedAddrs
+	tlsCA        string
+	tlsInsecure  bool
+	withNgTLS    string // dflockd-ng binary to start with TLS
+	withRedisTLS bool
+	serverCPUs   string // taskset CPU list of the TLS servers started
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -104,6 +117,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.redisRelease, "redis-release", "cas", "Redis release: cas (compare-and-delete via EVAL) or del")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object per run instead of text")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to `file`")
+	fs.Var(&o.tlsTargets, "tls-target", "dflockd-protocol target over TLS `[name=]host:port` (repeatable)")
+	fs.Var(&o.tlsRedis, "tls-redis", "Redis target over TLS `[name=]host:port` (repeatable)")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "trust the CA certificates in `FILE` (PEM) for --tls-target and --tls-redis (default: the system's)")
+	fs.BoolVar(&o.tlsInsecure, "tls-insecure", false, "do not verify the certificates of --tls-target and --tls-redis")
+	fs.StringVar(&o.withNgTLS, "with-ng-tls", "", "start the dflockd-ng `binary` with TLS (a throw-away certificate) and add it as target \"ng-tls\"")
+	fs.BoolVar(&o.withRedisTLS, "with-redis-tls", false, "start a throw-away redis-server speaking TLS only and add it as target \"redis-tls\"")
+	fs.StringVar(&o.serverCPUs, "server-cpus", "", "run the servers of --with-ng-tls and --with-redis-tls under taskset -c `LIST`")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -123,12 +143,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.depths, err = parseInts("depth", *depths); err != nil {
 		return nil, err
 	}
-	if len(o.targets)+len(o.redis) == 0 && !o.withCeiling && !o.withBaseline && !o.withRedis {
-		return nil, errors.New("no target: give --target, --redis, --with-ceiling, --with-baseline or --with-redis")
+	if len(o.targets)+len(o.redis)+len(o.tlsTargets)+len(o.tlsRedis) == 0 && !o.withCeiling && !o.withBaseline &&
+		!o.withRedis && o.withNgTLS == "" && !o.withRedisTLS {
+		return nil, errors.New("no target: give --target, --redis, --tls-target, --tls-redis, --with-ceiling, " +
+			"--with-baseline, --with-redis, --with-ng-tls or --with-redis-tls")
 	}
 	for name := range o.pids {
-		if !o.targets.has(name) && !o.redis.has(name) {
-			return nil, fmt.Errorf("--pid %s names no --target or --redis", name)
+		if !o.targets.has(name) && !o.redis.has(name) && !o.tlsTargets.has(name) && !o.tlsRedis.has(name) {
+			return nil, fmt.Errorf("--pid %s names no --target, --redis, --tls-target or --tls-redis", name)
 		}
 	}
 	return o, nil
@@ -213,6 +235,7 @@ func (o *options) config(t *target, w loadgen.Workload, conns, depth int) loadge
 		Warmup: o.warmup, Duration: o.duration,
 		Lease: o.lease, SemLimit: o.semLimit, TryKeys: o.tryKeys,
 		KeyPrefix: o.keyPrefix, RedisRelease: loadgen.RedisRelease(o.redisRelease),
+		TLS: t.tls,
 	}
 }
 

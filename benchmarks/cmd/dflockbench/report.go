@@ -77,6 +77,9 @@ func (r *reporter) header(o *options, targets []*target) {
 	var names []string
 	for _, t := range targets {
 		n := t.name + "=" + t.addr
+		if t.tls != nil {
+			n += " tls"
+		}
 		if t.pid > 0 {
 			n += fmt.Sprintf(" (pid %d)", t.pid)
 		}

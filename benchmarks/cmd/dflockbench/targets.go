@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,8 @@ type target struct {
 	name  string
 	addr  string
 	proto loadgen.Protocol
-	pid   int // process to measure; 0 = unknown or this process
+	pid   int         // process to measure; 0 = unknown or this process
+	tls   *tls.Config // nil: plain TCP
 }
 
 // assembleTargets starts the servers the options ask for and lists every
@@ -62,7 +64,10 @@ func assembleTargets(ctx context.Context, o *options, stderr io.Writer) (targets
 		stops = append(stops, p.Stop)
 		add("redis", p.Addr, loadgen.ProtoRedis, p.PID)
 	}
-	return targets, cleanup, nil
+	tlsTargets, tlsStops, err := assembleTLSTargets(ctx, o, stderr)
+	stops = append(stops, tlsStops...)
+	targets = append(targets, tlsTargets...)
+	return targets, cleanup, err
 }
 
 // startReference starts the ceiling or the baseline server on a free

@@ -1,0 +1,291 @@
+package cluster_test
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/dflockd-ng/dflockd/fence"
+)
+
+// Linearizability of a cluster under failovers, checked by porcupine on
+// histories recorded by clients: try-locks with fencing (leases longer
+// than the test, so the model needs no time) and a counter. A reply of
+// error_not_leader, a lost connection or a reply that does not come is
+// an unknown outcome: the operation may or may not have happened, and may
+// have happened any time after its call.
+
+type linOp struct {
+	kind  string // "acquire", "release", "incr"
+	key   string
+	token string // release
+}
+
+type linOut struct {
+	unknown bool
+	ok      bool
+	token   string // acquire
+	fence   uint64
+	value   int64 // incr
+}
+
+type lockState struct {
+	holder string // "" free, "?" held by an acquire of unknown outcome
+	last   uint64
+}
+
+var linModel = porcupine.NondeterministicModel{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		for _, op := range h {
+			k := op.Input.(linOp).key
+			by[k] = append(by[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, ops := range by {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() []any { return []any{lockState{}, int64(0)} },
+	Step: func(state, input, output any) []any {
+		in, out := input.(linOp), output.(linOut)
+		if in.kind == "incr" {
+			v, ok := state.(int64)
+			if !ok {
+				return nil
+			}
+			if out.unknown {
+				return []any{v, v + 1}
+			}
+			if out.value == v+1 {
+				return []any{v + 1}
+			}
+			return nil
+		}
+		s, ok := state.(lockState)
+		if !ok {
+			return nil
+		}
+		switch in.kind {
+		case "acquire":
+			switch {
+			case out.unknown:
+				if s.holder == "" {
+					return []any{s, lockState{holder: "?", last: s.last}}
+				}
+				return []any{s}
+			case out.ok:
+				if s.holder == "" && out.fence > s.last {
+					return []any{lockState{holder: out.token, last: out.fence}}
+				}
+				return nil
+			default: // timeout
+				if s.holder != "" {
+					return []any{s}
+				}
+				return nil
+			}
+		case "release":
+			switch {
+			case out.unknown:
+				if s.holder == in.token {
+					return []any{s, lockState{last: s.last}}
+				}
+				return []any{s}
+			case out.ok:
+				if s.holder == in.token {
+					return []any{lockState{last: s.last}}
+				}
+				return nil
+			default:
+				if s.holder != in.token {
+					return []any{s}
+				}
+				return nil
+			}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string { return fmt.Sprintf("%+v → %+v", input, output) },
+}
+
+// linClient runs operations against whichever node leads, following
+// redirects.
+type linClient struct {
+	ss   []*server
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+}
+
+func (lc *linClient) roundTrip(cmd, key, arg string) (string, bool) {
+	if lc.c == nil {
+		addr := lc.addr
+		if addr == "" {
+			addr = lc.ss[rand.IntN(len(lc.ss))].ln.Addr().String()
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			lc.addr = ""
+			return "", false
+		}
+		lc.c, lc.r = c, bufio.NewReader(c)
+	}
+	_ = lc.c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := fmt.Fprintf(lc.c, "%s\n%s\n%s\n", cmd, key, arg); err != nil {
+		lc.drop()
+		return "", false
+	}
+	line, err := lc.r.ReadString('\n')
+	if err != nil {
+		lc.drop()
+		return "", false
+	}
+	line = strings.TrimSuffix(line, "\n")
+	if rest, ok := strings.CutPrefix(line, "error_not_leader"); ok {
+		lc.drop()
+		lc.addr = strings.TrimSpace(rest)
+		return line, false
+	}
+	return line, true
+}
+
+func (lc *linClient) drop() {
+	if lc.c != nil {
+		lc.c.Close()
+		lc.c = nil
+	}
+}
+
+func TestLinearizableUnderFailovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	dur := 20 * time.Second
+	if s := os.Getenv("DFLOCKD_LIN_SECONDS"); s != "" {
+		n, _ := strconv.Atoi(s)
+		dur = time.Duration(n) * time.Second
+	}
+	ss := startServers(t, 3)
+	leaderOf(t, ss, nil)
+	start := time.Now()
+	stop := start.Add(dur)
+
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	var unknown int
+	record := func(client int, in linOp, call time.Time, out linOut, ret time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		r := int64(ret.Sub(start))
+		if out.unknown {
+			r = math.MaxInt64
+			unknown++
+		}
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: int64(call.Sub(start)), Output: out, Return: r})
+	}
+
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lc := &linClient{ss: ss}
+			defer lc.drop()
+			held := map[string]string{}
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for time.Now().Before(stop) {
+				key := fmt.Sprint("L", rng.IntN(3))
+				var in linOp
+				var cmd, arg string
+				switch tok, mine := held[key]; {
+				case rng.IntN(3) == 0:
+					in, cmd, key, arg = linOp{kind: "incr", key: "c"}, "incr", "c", "1"
+				case mine:
+					in, cmd, arg = linOp{kind: "release", key: key, token: tok}, "r", tok
+				default:
+					in, cmd, arg = linOp{kind: "acquire", key: key}, "l", "0 600"
+				}
+				in.key = key
+				call := time.Now()
+				line, ok := lc.roundTrip(cmd, key, arg)
+				ret := time.Now()
+				var out linOut
+				switch {
+				case !ok && line == "":
+					out.unknown = true // connection lost or no reply in time
+				case !ok:
+					out.unknown = true // error_not_leader: maybe proposed, maybe not
+				case cmd == "incr":
+					v, err := strconv.ParseInt(strings.TrimPrefix(line, "ok "), 10, 64)
+					if err != nil {
+						t.Errorf("incr: %q", line)
+						return
+					}
+					out.value = v
+				case cmd == "l":
+					if f := strings.Fields(line); len(f) == 3 && f[0] == "ok" {
+						tk, _ := fence.ParseToken([]byte(f[1]))
+						out.ok, out.token, out.fence = true, f[1], tk.Fence
+						held[key] = f[1]
+					} else if line != "timeout" {
+						t.Errorf("l: %q", line)
+						return
+					}
+				case cmd == "r":
+					out.ok = line == "ok"
+					delete(held, key)
+				}
+				if out.unknown && cmd == "r" {
+					delete(held, key) // gave up on it
+				}
+				record(w, in, call, out, ret)
+				if !ok {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+
+	// Nemesis: cut the leader off for a while, heal, repeat.
+	faults := 0
+	for time.Now().Before(stop.Add(-time.Second)) {
+		time.Sleep(time.Second)
+		l := leaderOf(t, ss, nil)
+		for _, s := range ss {
+			if s != l {
+				s.trans.Disconnect(l.addr)
+				l.trans.Disconnect(s.addr)
+			}
+		}
+		faults++
+		time.Sleep(700 * time.Millisecond)
+		for _, a := range ss {
+			for _, b := range ss {
+				if a != b {
+					a.trans.Connect(b.addr, b.trans)
+				}
+			}
+		}
+	}
+	wg.Wait()
+	res, info := porcupine.CheckOperationsVerbose(linModel.ToModel(), history, time.Minute)
+	t.Logf("%d operations (%d of unknown outcome), %d leader partitions over %v: %v",
+		len(history), unknown, faults, dur, res)
+	if res != porcupine.Ok {
+		f, _ := os.CreateTemp("", "dflockd-lin-*.html")
+		_ = porcupine.Visualize(linModel.ToModel(), info, f)
+		t.Fatalf("history is not linearizable (%v); visualization: %s", res, f.Name())
+	}
+}

@@ -1,0 +1,228 @@
+package cluster_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/dflockd-ng/dflockd/cluster"
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/netconn"
+	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// server is one member serving the dflockd protocol over TCP on a
+// cluster hub, as cmd/dflockd runs it.
+type server struct {
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	trans *raft.InmemTransport
+	node  *cluster.Node
+	srv   *netconn.Server
+	ln    net.Listener
+}
+
+type replica struct{ *cluster.Node }
+
+func startServers(t *testing.T, n int) []*server {
+	t.Helper()
+	var ss []*server
+	addrs := map[raft.ServerID]string{}
+	var peers []raft.Server
+	for i := range n {
+		s := &server{id: raft.ServerID(fmt.Sprint("n", i+1))}
+		s.addr, s.trans = raft.NewInmemTransport("")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ln = ln
+		addrs[s.id] = ln.Addr().String()
+		peers = append(peers, raft.Server{ID: s.id, Address: s.addr})
+		ss = append(ss, s)
+	}
+	for _, a := range ss {
+		for _, b := range ss {
+			if a != b {
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+	for _, s := range ss {
+		r := &replica{}
+		hub := session.NewClusterHub(session.Config{ReadTimeout: time.Minute}, r, timerwheel.NewMonoClock())
+		rc := cluster.DefaultRaft()
+		rc.HeartbeatTimeout, rc.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+		rc.LeaderLeaseTimeout, rc.CommitTimeout = 50*time.Millisecond, 5*time.Millisecond
+		rc.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
+		logs := raft.NewInmemStore()
+		node, err := cluster.New(cluster.Config{ID: s.id, Transport: s.trans, Logs: logs, Stable: logs,
+			Snapshots: raft.NewInmemSnapshotStore(), Raft: rc, Output: hub, ClientAddrs: addrs,
+			ClockTick: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Node = node
+		s.node = node
+		s.srv = netconn.New(hub, netconn.Config{})
+		go func() { _ = s.srv.Serve(s.ln, session.Dflockd) }()
+		if err := node.Bootstrap(peers); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = s.srv.Close()
+			_ = node.Shutdown()
+		})
+	}
+	return ss
+}
+
+func leaderOf(t *testing.T, ss []*server, not *server) *server {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, s := range ss {
+			if s != not && s.node.Ready() {
+				return s
+			}
+		}
+	}
+	t.Fatal("no leader")
+	return nil
+}
+
+// client is a line-protocol connection.
+type client struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, s *server) *client {
+	t.Helper()
+	c, err := net.Dial("tcp", s.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (c *client) send(cmd, key, arg string) {
+	if _, err := fmt.Fprintf(c.c, "%s\n%s\n%s\n", cmd, key, arg); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) reply(within time.Duration) string {
+	c.t.Helper()
+	_ = c.c.SetReadDeadline(time.Now().Add(within))
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("no reply: %v", err)
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+func (c *client) do(cmd, key, arg string) string {
+	c.t.Helper()
+	c.send(cmd, key, arg)
+	return c.reply(10 * time.Second)
+}
+
+func fenceOf(t *testing.T, grant string) uint64 {
+	t.Helper()
+	f := strings.Fields(grant)
+	if len(f) != 3 || f[0] != "ok" {
+		t.Fatalf("not a grant: %q", grant)
+	}
+	tok, ok := fence.ParseToken([]byte(f[1]))
+	if !ok {
+		t.Fatalf("bad token in %q", grant)
+	}
+	return tok.Fence
+}
+
+// TestClusterOverTheWire: the dflockd protocol on a cluster — a follower
+// redirects mutating requests to the leader's client address and serves
+// stats; pipelined requests are answered in order; a leader cut off from
+// the others answers its blocked waiter error_not_leader; the new leader
+// keeps the lock until its lease ends, then grants it with a greater
+// fence.
+func TestClusterOverTheWire(t *testing.T) {
+	ss := startServers(t, 3)
+	l1 := leaderOf(t, ss, nil)
+	var follower *server
+	for _, s := range ss {
+		if s != l1 {
+			follower = s
+		}
+	}
+	f := dial(t, follower)
+	if got, want := f.do("l", "k", "0 5"), "error_not_leader "+l1.ln.Addr().String(); got != want {
+		t.Fatalf("lock on a follower: %q, want %q", got, want)
+	}
+	if got := f.do("stats", "_", "_"); !strings.HasPrefix(got, `ok {"connections":`) {
+		t.Fatalf("stats on a follower: %q", got)
+	}
+	if got := f.do("ping", "_", "_"); got != "ok" {
+		t.Fatalf("ping on a follower: %q", got)
+	}
+
+	a := dial(t, l1)
+	sent := time.Now()
+	g1 := a.do("l", "k", "0 2")
+	f1 := fenceOf(t, g1)
+	// Pipelined: answered in order, each after the one before applies.
+	a.send("incr", "c", "1")
+	a.send("incr", "c", "2")
+	a.send("ping", "_", "_")
+	a.send("incr", "c", "3")
+	for _, want := range []string{"ok 1", "ok 3", "ok", "ok 6"} {
+		if got := a.reply(5 * time.Second); got != want {
+			t.Fatalf("pipelined: %q, want %q", got, want)
+		}
+	}
+
+	b := dial(t, l1)
+	b.send("l", "k", "30")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if _, waiting := l1.node.Engine().LockCounts(); waiting == 1 {
+			break // parked
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never parked")
+		}
+	}
+	for _, s := range ss {
+		if s != l1 {
+			s.trans.Disconnect(l1.addr)
+			l1.trans.Disconnect(s.addr)
+		}
+	}
+	if got := b.reply(5 * time.Second); !strings.HasPrefix(got, "error_not_leader") {
+		t.Fatalf("waiter on a deposed leader: %q", got)
+	}
+	l2 := leaderOf(t, ss, l1)
+	c := dial(t, l2)
+	if got := c.do("l", "k", "0"); got != "timeout" {
+		t.Fatalf("try-lock on the new leader within the lease: %q", got)
+	}
+	g2 := c.do("l", "k", "10")
+	if time.Since(sent) < 2*time.Second {
+		t.Fatalf("granted %v after the first grant was requested, before its 2 s lease", time.Since(sent))
+	}
+	if f2 := fenceOf(t, g2); f2 <= f1 {
+		t.Fatalf("fence %d after %d", f2, f1)
+	}
+	if got := c.do("incr", "c", "0"); got != "ok 6" {
+		t.Fatalf("counter on the new leader: %q, want ok 6", got)
+	}
+}
