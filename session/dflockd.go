@@ -162,7 +162,11 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	r, receivers := s.apply(&cmd)
 	if r.Blocked {
 		s.blocked = true
-		if profile == parse.ProfileV1 {
+		if profile == parse.ProfileV1 || s.hub.replica != nil {
+			// In a cluster every request waits for its log entry: a
+			// client that half-closes after its last request (nc -N,
+			// nc -q1) must still get the replies, so the EOF is not
+			// read before them, as under v1 (v1.go).
 			s.pauseWhileBlocked()
 		}
 		return out, false

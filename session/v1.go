@@ -18,7 +18,7 @@ import "github.com/dflockd-ng/dflockd/parse"
 
 // maxBlockedInput is the pipelined input a parked session may buffer.
 func (s *Session) maxBlockedInput() int {
-	if s.hub.cfg.Profile == parse.ProfileV1 {
+	if s.hub.cfg.Profile == parse.ProfileV1 || s.hub.replica != nil {
 		// Reading stops while parked; only where it cannot does input
 		// reach the buffer, bounded as for a paused session.
 		return maxPausedInput

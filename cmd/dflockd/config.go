@@ -45,6 +45,11 @@ type Config struct {
 	// GodistlockPort: --godistlock-port, DFLOCKD_GODISTLOCK_PORT, 0 = off,
 	// 1..65535 = a second listener on Host for godistlock clients (loop/godistlock.go).
 	GodistlockPort int
+	// TLSCert and TLSKey: --tls-cert, --tls-key, DFLOCKD_TLS_CERT,
+	// DFLOCKD_TLS_KEY; both or neither (checkTLS). Set, every listener
+	// speaks TLS only (spec §D.2), served by package netconn.
+	TLSCert string
+	TLSKey  string
 
 	DefaultLeaseTTL    time.Duration // --default-lease-ttl, DFLOCKD_DEFAULT_LEASE_TTL_S, 33 s, > 0
 	LeaseSweepInterval time.Duration // --lease-sweep-interval, DFLOCKD_LEASE_SWEEP_INTERVAL_S, 1 s, > 0 (accepted for compatibility; our timer wheel evicts on time)
@@ -71,6 +76,9 @@ type Config struct {
 
 	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default), "v1" or "rf"
 	Loops  int    // --loops, DFLOCKD_LOOPS: event loops, default 0 = runtime.NumCPU() (resolved by main), >= 0
+
+	// Cluster: the cluster settings (cluster.go); RaftDir set = cluster mode.
+	Cluster ClusterConfig
 
 	ShowVersion bool // --version
 	ShowHelp    bool // --help / -h (main prints the help text to stdout and exits 0)
@@ -162,6 +170,10 @@ const (
 	envAuthTokenFile  = "DFLOCKD_AUTH_TOKEN_FILE"
 	flagAutoRelease   = "auto-release-on-disconnect"
 	flagNoAutoRelease = "no-auto-release-on-disconnect"
+	flagTLSCert       = "tls-cert"
+	flagTLSKey        = "tls-key"
+	envTLSCert        = "DFLOCKD_TLS_CERT"
+	envTLSKey         = "DFLOCKD_TLS_KEY"
 	flagHelp          = "help"
 	flagHelpShort     = "h"
 	flagVersion       = "version"
@@ -178,6 +190,12 @@ var settingGroups = []settingGroup{
 		{flag: "godistlock-port", env: "DFLOCKD_GODISTLOCK_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
 			usage: "also serve godistlock clients on this TCP port, 0..65535 (0 = off)",
 			field: func(c *Config) any { return &c.GodistlockPort }},
+		{flag: flagTLSCert, env: envTLSCert, kind: kindString, arg: "FILE",
+			usage: "serve TLS only, with this certificate (PEM, leaf first); needs --tls-key; SIGHUP reloads both",
+			field: func(c *Config) any { return &c.TLSCert }},
+		{flag: flagTLSKey, env: envTLSKey, kind: kindString, arg: "FILE",
+			usage: "the certificate's private key (PEM); needs --tls-cert",
+			field: func(c *Config) any { return &c.TLSKey }},
 	}},
 	{"Leases and timeouts (whole seconds)", []setting{
 		{flag: "default-lease-ttl", env: "DFLOCKD_DEFAULT_LEASE_TTL_S", kind: kindSeconds, min: 1, max: maxSeconds, arg: "SECONDS",
@@ -253,6 +271,41 @@ var settingGroups = []settingGroup{
 		{flag: flagAuthTokenFile, env: envAuthTokenFile, kind: kindManual, arg: "FILE", def: "unset",
 			usage: "read the token from this file (contents trimmed)"},
 	}},
+	{"Cluster (spec §G): --raft-dir makes this server one member of a raft cluster", []setting{
+		{flag: "raft-dir", env: "DFLOCKD_RAFT_DIR", kind: kindString, arg: "DIR",
+			usage: "cluster mode: the raft log and snapshots live here (unset = single node)",
+			field: func(c *Config) any { return &c.Cluster.RaftDir }},
+		{flag: "node-id", env: "DFLOCKD_NODE_ID", kind: kindString, arg: "ID",
+			usage: "this member's id, as --cluster-peers lists it",
+			field: func(c *Config) any { return &c.Cluster.NodeID }},
+		{flag: "raft-addr", env: "DFLOCKD_RAFT_ADDR", kind: kindString, arg: "ADDR",
+			usage: "host:port the raft traffic of this member listens on",
+			field: func(c *Config) any { return &c.Cluster.RaftAddr }},
+		{flag: "cluster-peers", env: "DFLOCKD_CLUSTER_PEERS", kind: kindString, arg: "LIST",
+			usage: "every member, this one too: id=raftHost:raftPort@clientHost:clientPort,...",
+			field: func(c *Config) any { return &c.Cluster.Peers }},
+		{flag: "advertise-addr", env: "DFLOCKD_ADVERTISE_ADDR", kind: kindString, arg: "ADDR",
+			usage: "client address that redirects to this member name (default: its --cluster-peers entry)",
+			field: func(c *Config) any { return &c.Cluster.AdvertiseAddr }},
+		{flag: "cluster-bootstrap", env: "DFLOCKD_CLUSTER_BOOTSTRAP", kind: kindBool,
+			usage: "create the cluster from --cluster-peers if the raft directory is empty",
+			field: func(c *Config) any { return &c.Cluster.Bootstrap }},
+		{flag: "raft-auth-token", env: "DFLOCKD_RAFT_AUTH_TOKEN", kind: kindString, arg: "TOKEN",
+			usage: "shared secret of the members, >= 32 bytes; required in cluster mode",
+			field: func(c *Config) any { return &c.Cluster.RaftToken }},
+		{flag: "raft-auth-token-file", env: "DFLOCKD_RAFT_AUTH_TOKEN_FILE", kind: kindString, arg: "FILE",
+			usage: "read the raft token from this file (contents trimmed) when --raft-auth-token is unset",
+			field: func(c *Config) any { return &c.Cluster.RaftTokenFile }},
+		{flag: "raft-tls-cert", env: "DFLOCKD_RAFT_TLS_CERT", kind: kindString, arg: "FILE",
+			usage: "raft traffic over mutual TLS 1.3 with this certificate; with --raft-tls-key and --raft-tls-ca",
+			field: func(c *Config) any { return &c.Cluster.RaftTLSCert }},
+		{flag: "raft-tls-key", env: "DFLOCKD_RAFT_TLS_KEY", kind: kindString, arg: "FILE",
+			usage: "the raft certificate's private key",
+			field: func(c *Config) any { return &c.Cluster.RaftTLSKey }},
+		{flag: "raft-tls-ca", env: "DFLOCKD_RAFT_TLS_CA", kind: kindString, arg: "FILE",
+			usage: "CA that signed every member's raft certificate",
+			field: func(c *Config) any { return &c.Cluster.RaftTLSCA }},
+	}},
 	{"Information", []setting{
 		{flag: flagVersion, kind: kindManualBool, def: "-", usage: "print the version and exit"},
 		{flag: flagHelp, kind: kindManualBool, def: "-", usage: "print this help and exit"},
@@ -261,8 +314,7 @@ var settingGroups = []settingGroup{
 
 // unsupportedFlag is a dflockd flag whose feature dflockd-ng lacks. It is
 // recognised and refuses to start rather than being ignored: an ignored
-// --tls-cert would send tokens in clear, an ignored --raft-dir would run a
-// lone node where a cluster was meant.
+// --raft-dir would run a lone node where a cluster was meant.
 //
 // Rule for harmless values, which are accepted: a value that leaves the
 // feature off in dflockd as well, i.e.
@@ -285,18 +337,13 @@ type unsupportedFlag struct {
 }
 
 const (
-	reasonTLS = "TLS is not supported by dflockd-ng yet; terminate TLS in a proxy " +
-		"(e.g. stunnel, haproxy) or run without it"
 	reasonHTTP = "the HTTP API is not supported by dflockd-ng yet; " +
 		"use the TCP protocol (--port) or remove the setting"
-	reasonCluster = "cluster mode is not supported by dflockd-ng yet; " +
-		"run a single node without the cluster settings"
+	reasonCluster = "the cluster admin API and stable-ref orphans are not supported by dflockd-ng yet; " +
+		"remove the setting"
 )
 
 var unsupportedFlags = []unsupportedFlag{
-	{flag: "tls-cert", env: "DFLOCKD_TLS_CERT", arg: "FILE", reason: reasonTLS},
-	{flag: "tls-key", env: "DFLOCKD_TLS_KEY", arg: "FILE", reason: reasonTLS},
-
 	{flag: "http-port", env: "DFLOCKD_HTTP_PORT", off: "0", arg: "PORT", reason: reasonHTTP},
 	{flag: "http-host", env: "DFLOCKD_HTTP_HOST", arg: "ADDR", reason: reasonHTTP},
 	{flag: "http-session-idle-timeout", env: "DFLOCKD_HTTP_SESSION_IDLE_S", arg: "SECONDS", reason: reasonHTTP},
@@ -308,17 +355,6 @@ var unsupportedFlags = []unsupportedFlag{
 	{flag: "http-rate-limit-burst", env: "DFLOCKD_HTTP_RATE_LIMIT_BURST", off: "0", arg: "N", reason: reasonHTTP},
 	{flag: "http-cors-allowed-origins", env: "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", arg: "LIST", reason: reasonHTTP},
 
-	{flag: "raft-dir", env: "DFLOCKD_RAFT_DIR", arg: "DIR", reason: reasonCluster},
-	{flag: "node-id", env: "DFLOCKD_NODE_ID", arg: "ID", reason: reasonCluster},
-	{flag: "raft-addr", env: "DFLOCKD_RAFT_ADDR", arg: "ADDR", reason: reasonCluster},
-	{flag: "cluster-peers", env: "DFLOCKD_CLUSTER_PEERS", arg: "LIST", reason: reasonCluster},
-	{flag: "advertise-addr", env: "DFLOCKD_ADVERTISE_ADDR", arg: "ADDR", reason: reasonCluster},
-	{flag: "cluster-bootstrap", env: "DFLOCKD_CLUSTER_BOOTSTRAP", isBool: true, off: "false", reason: reasonCluster},
-	{flag: "raft-auth-token", env: "DFLOCKD_RAFT_AUTH_TOKEN", arg: "TOKEN", reason: reasonCluster},
-	{flag: "raft-auth-token-file", env: "DFLOCKD_RAFT_AUTH_TOKEN_FILE", arg: "FILE", reason: reasonCluster},
-	{flag: "raft-tls-cert", env: "DFLOCKD_RAFT_TLS_CERT", arg: "FILE", reason: reasonCluster},
-	{flag: "raft-tls-key", env: "DFLOCKD_RAFT_TLS_KEY", arg: "FILE", reason: reasonCluster},
-	{flag: "raft-tls-ca", env: "DFLOCKD_RAFT_TLS_CA", arg: "FILE", reason: reasonCluster},
 	{flag: "admin-token", env: "DFLOCKD_ADMIN_TOKEN", arg: "TOKEN", reason: reasonCluster},
 	{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", off: "0", arg: "SECONDS", reason: reasonCluster},
 }
@@ -543,6 +579,14 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 	}
 	cfg.AuthToken = token
 	if err := checkGodistlock(&cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkTLS(&cfg, cli, env); err != nil {
+		errs = append(errs, err)
+	}
+	if err := resolveRaftToken(&cfg.Cluster); err != nil {
+		errs = append(errs, err)
+	} else if err := checkCluster(&cfg); err != nil {
 		errs = append(errs, err)
 	}
 

@@ -483,8 +483,6 @@ func TestConfigAuthToken(t *testing.T) {
 // unsupported lists, independently of the implementation's table, the
 // dflockd flags whose feature dflockd-ng lacks (spec §E.2).
 var unsupported = []struct{ flag, env string }{
-	{"tls-cert", "DFLOCKD_TLS_CERT"},
-	{"tls-key", "DFLOCKD_TLS_KEY"},
 	{"http-port", "DFLOCKD_HTTP_PORT"},
 	{"http-host", "DFLOCKD_HTTP_HOST"},
 	{"http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S"},
@@ -495,17 +493,6 @@ var unsupported = []struct{ flag, env string }{
 	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP"},
 	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST"},
 	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS"},
-	{"raft-dir", "DFLOCKD_RAFT_DIR"},
-	{"node-id", "DFLOCKD_NODE_ID"},
-	{"raft-addr", "DFLOCKD_RAFT_ADDR"},
-	{"cluster-peers", "DFLOCKD_CLUSTER_PEERS"},
-	{"advertise-addr", "DFLOCKD_ADVERTISE_ADDR"},
-	{"cluster-bootstrap", "DFLOCKD_CLUSTER_BOOTSTRAP"},
-	{"raft-auth-token", "DFLOCKD_RAFT_AUTH_TOKEN"},
-	{"raft-auth-token-file", "DFLOCKD_RAFT_AUTH_TOKEN_FILE"},
-	{"raft-tls-cert", "DFLOCKD_RAFT_TLS_CERT"},
-	{"raft-tls-key", "DFLOCKD_RAFT_TLS_KEY"},
-	{"raft-tls-ca", "DFLOCKD_RAFT_TLS_CA"},
 	{"admin-token", "DFLOCKD_ADMIN_TOKEN"},
 	{"orphan-ttl", "DFLOCKD_ORPHAN_TTL_S"},
 }
@@ -530,22 +517,34 @@ func TestConfigUnsupportedRefused(t *testing.T) {
 			mustLoad(t, []string{"--" + u.flag + "="}, map[string]string{u.env: ""})
 		})
 	}
-	wantErr(t, []string{"--tls-cert", "/etc/c.pem"}, nil,
-		"--tls-cert: TLS is not supported by dflockd-ng yet; terminate TLS in a proxy (e.g. stunnel, haproxy) or run without it")
-	wantErr(t, nil, map[string]string{"DFLOCKD_TLS_KEY": "/etc/k.pem"}, "DFLOCKD_TLS_KEY: TLS is not supported")
 	wantErr(t, []string{"--http-port=8080"}, nil, "--http-port: the HTTP API is not supported")
-	wantErr(t, []string{"--raft-dir=/var/raft"}, nil, "--raft-dir: cluster mode is not supported")
 	wantErr(t, []string{"--log-format=xml"}, nil, "--log-format must be one of text, json")
-	wantErr(t, []string{"--cluster-bootstrap"}, nil, "--cluster-bootstrap: cluster mode")
-	wantErr(t, nil, map[string]string{"DFLOCKD_CLUSTER_BOOTSTRAP": "yes"}, "DFLOCKD_CLUSTER_BOOTSTRAP: cluster mode")
-	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl: cluster mode")
+	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl: the cluster admin API and stable-ref orphans")
 	wantErr(t, []string{"--http-session-idle-timeout=0"}, nil, "--http-session-idle-timeout: the HTTP API") // 0 is not "off" here
 	// Secrets are not echoed.
-	msg := wantErr(t, []string{"--admin-token=hunter2"}, map[string]string{"DFLOCKD_RAFT_AUTH_TOKEN": "hunter3"},
-		"--admin-token", "DFLOCKD_RAFT_AUTH_TOKEN")
+	msg := wantErr(t, []string{"--admin-token=hunter2"}, nil, "--admin-token")
 	if strings.Contains(msg, "hunter") {
 		t.Errorf("error %q echoes a secret", msg)
 	}
+}
+
+// The certificate and its key come together, from flags, variables or
+// one of each (spec §D.2); the message names what was given.
+func TestConfigTLS(t *testing.T) {
+	cfg, _ := mustLoad(t, []string{"--tls-cert", "/etc/c.pem", "--tls-key=/etc/k.pem"}, nil)
+	if cfg.TLSCert != "/etc/c.pem" || cfg.TLSKey != "/etc/k.pem" {
+		t.Errorf("flags: cert %q key %q", cfg.TLSCert, cfg.TLSKey)
+	}
+	cfg, _ = mustLoad(t, []string{"--tls-cert", "/etc/c.pem"}, map[string]string{"DFLOCKD_TLS_KEY": "/etc/k.pem", "DFLOCKD_TLS_CERT": "/other.pem"})
+	if cfg.TLSCert != "/etc/c.pem" || cfg.TLSKey != "/etc/k.pem" {
+		t.Errorf("flag and variable: cert %q key %q", cfg.TLSCert, cfg.TLSKey)
+	}
+	wantErr(t, []string{"--tls-cert", "/etc/c.pem"}, nil,
+		"--tls-cert is set but --tls-key (DFLOCKD_TLS_KEY) is not: TLS needs the certificate and its private key")
+	wantErr(t, nil, map[string]string{"DFLOCKD_TLS_KEY": "/etc/k.pem"},
+		"DFLOCKD_TLS_KEY is set but --tls-cert (DFLOCKD_TLS_CERT) is not")
+	wantErr(t, []string{"--tls-key=/etc/k.pem", "--tls-cert="}, map[string]string{"DFLOCKD_TLS_CERT": ""},
+		"--tls-key is set but --tls-cert")
 }
 
 func TestConfigUnsupportedHarmlessValues(t *testing.T) {
@@ -783,4 +782,49 @@ func TestConfigGodistlockPort(t *testing.T) {
 	wantErr(t, []string{"--port=7000"}, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "7000"}, "must differ from --port")
 	wantErr(t, []string{"--godistlock-port=7001", "--auth-token=x"}, nil, "cannot be combined with an auth token")
 	wantErr(t, nil, map[string]string{"DFLOCKD_GODISTLOCK_PORT": "7001", "DFLOCKD_AUTH_TOKEN": "x"}, "no authentication")
+}
+
+// TestConfigCluster: the cluster settings of spec §E.2 (V2C), what they
+// need together, and the raft token's sources.
+func TestConfigCluster(t *testing.T) {
+	token := strings.Repeat("t", 32)
+	peers := "n1=127.0.0.1:7001@127.0.0.1:6388,n2=127.0.0.1:7002@127.0.0.1:6389"
+	base := []string{"--raft-dir", "/var/lib/dflockd", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
+		"--cluster-peers", peers}
+	cfg, _ := mustLoad(t, append(base, "--raft-auth-token", token, "--cluster-bootstrap"), nil)
+	c := cfg.Cluster
+	if c.RaftDir != "/var/lib/dflockd" || c.NodeID != "n1" || c.RaftAddr != "127.0.0.1:7001" || c.Peers != peers ||
+		!c.Bootstrap || c.RaftToken != token {
+		t.Fatalf("cluster settings: %+v", c)
+	}
+	cfg, _ = mustLoad(t, nil, map[string]string{"DFLOCKD_RAFT_DIR": "/d", "DFLOCKD_NODE_ID": "n2",
+		"DFLOCKD_RAFT_ADDR": "127.0.0.1:7002", "DFLOCKD_CLUSTER_PEERS": peers, "DFLOCKD_RAFT_AUTH_TOKEN": token,
+		"DFLOCKD_ADVERTISE_ADDR": "db2:6389"})
+	if cfg.Cluster.NodeID != "n2" || cfg.Cluster.AdvertiseAddr != "db2:6389" {
+		t.Fatalf("from the environment: %+v", cfg.Cluster)
+	}
+	file := filepath.Join(t.TempDir(), "raft-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ = mustLoad(t, append(base, "--raft-auth-token-file", file), nil); cfg.Cluster.RaftToken != token {
+		t.Fatalf("token from a file: %q", cfg.Cluster.RaftToken)
+	}
+
+	wantErr(t, append(base, "--raft-auth-token", "short"), nil, "--raft-auth-token", "at least 32 bytes")
+	wantErr(t, base, nil, "--raft-auth-token", "required")
+	wantErr(t, append(base, "--raft-auth-token-file", file+".missing"), nil, "--raft-auth-token-file")
+	wantErr(t, []string{"--raft-dir", "/d", "--raft-auth-token", token}, nil,
+		"--node-id is required", "--raft-addr is required", "--cluster-peers")
+	wantErr(t, []string{"--raft-dir", "/d", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
+		"--cluster-peers", "n2=a:1@b:2", "--raft-auth-token", token}, nil,
+		"does not list --node-id")
+	wantErr(t, append(base, "--raft-auth-token", token, "--raft-tls-cert", "c.pem"), nil, "all or none")
+	wantErr(t, append(base, "--raft-auth-token", token, "--godistlock-port", "7777"), nil, "--godistlock-port")
+	wantErr(t, []string{"--node-id", "n1"}, nil, "need --raft-dir")
+	wantErr(t, []string{"--cluster-bootstrap"}, nil, "need --raft-dir")
+	msg := wantErr(t, append(base, "--raft-auth-token", "hunter2"), nil, "at least 32 bytes")
+	if strings.Contains(msg, "hunter") {
+		t.Errorf("error %q echoes the raft token", msg)
+	}
 }

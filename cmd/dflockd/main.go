@@ -19,7 +19,9 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/conncap"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/loop"
+	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
@@ -53,6 +55,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "dflockd-ng %s (%s)\n", version, runtime.Version())
 		return 0
 	}
+	certs, err := loadTLS(cfg) // nil without TLS
+	if err != nil {
+		fmt.Fprintf(stderr, "dflockd: %v\n", err)
+		return 2
+	}
 	log := newLogger(cfg, stderr)
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	events := ratelog.New(log, eventsPerSecond, eventsBurst)
@@ -79,53 +86,72 @@ func run(args []string, stdout, stderr io.Writer) int {
 		binds = append(binds, gdAddr)
 		gdAddr = "tcp://" + gdAddr
 	}
-	// gnet reports a failed bind obscurely (setsockopt: bad file
-	// descriptor); a trial bind gives the operator the real reason, and
-	// nothing says "listening" before the listeners are up.
-	for _, a := range binds {
-		if err := checkBind(a); err != nil {
-			log.Error("cannot listen", "addr", a, "error", err)
+	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
+	ecfg := engineConfig(cfg, fences)
+	limiter := &conncap.Limiter{Max: cfg.MaxConnections, PerIP: cfg.MaxConnsPerIP}
+	ready := make(chan struct{})
+	var srv interface {
+		Serve() error
+		Shutdown(context.Context) error
+	}
+	scfg := session.Config{
+		Profile: profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events,
+	}
+	if cfg.Cluster.RaftDir != "" {
+		ls, failed, err := listenAll([]string{addr})
+		if err != nil {
+			log.Error("cannot listen", "addr", failed, "error", err)
 			return 1
 		}
+		cs, err := newClusterServer(cfg, log, ls[0], certs, scfg, ecfg,
+			netconn.Config{Limiter: limiter, Events: events, Logf: logf})
+		if err != nil {
+			ls[0].Close()
+			log.Error("cannot start the cluster member", "error", err)
+			return 1
+		}
+		srv = cs
+		close(ready)
+	} else if certs != nil {
+		// The listeners are bound here, so a bind error is reported before
+		// anything says listening.
+		ls, failed, err := listenAll(binds)
+		if err != nil {
+			log.Error("cannot listen", "addr", failed, "error", err)
+			return 1
+		}
+		srv = newTLSServer(cfg, certs, ls, scfg, ecfg, netconn.Config{Limiter: limiter, Events: events, Logf: logf})
+		close(ready)
+	} else {
+		// gnet reports a failed bind obscurely (setsockopt: bad file
+		// descriptor); a trial bind gives the operator the real reason, and
+		// nothing says "listening" before the listeners are up.
+		for _, a := range binds {
+			if err := checkBind(a); err != nil {
+				log.Error("cannot listen", "addr", a, "error", err)
+				return 1
+			}
+		}
+		srv = loop.New(loop.Config{
+			Addr:            "tcp://" + addr,
+			Loops:           loops,
+			ReadTimeout:     cfg.ReadTimeout,
+			WriteTimeout:    cfg.WriteTimeout,
+			Limiter:         limiter,
+			Events:          events,
+			AuthToken:       cfg.AuthToken,
+			GCInterval:      cfg.GCInterval,
+			ShutdownTimeout: cfg.ShutdownTimeout,
+			Logf:            logf,
+			Ready:           ready,
+			Profile:         profile,
+			GodistlockAddr:  gdAddr,
+			Version:         "dflockd-ng/" + version,
+			Engine:          ecfg,
+		}, timerwheel.NewMonoClock())
 	}
 	warnUnbounded(log, cfg)
-
-	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
-	gcIdle := cfg.GCMaxIdle
-	if gcIdle == 0 {
-		gcIdle = -1 // engine: negative = prune as soon as idle
-	}
-	ready := make(chan struct{})
-	srv := loop.New(loop.Config{
-		Addr:            "tcp://" + addr,
-		Loops:           loops,
-		ReadTimeout:     cfg.ReadTimeout,
-		WriteTimeout:    cfg.WriteTimeout,
-		Limiter:         &conncap.Limiter{Max: cfg.MaxConnections, PerIP: cfg.MaxConnsPerIP},
-		Events:          events,
-		AuthToken:       cfg.AuthToken,
-		GCInterval:      cfg.GCInterval,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		Logf:            logf,
-		Ready:           ready,
-		Profile:         profile,
-		GodistlockAddr:  gdAddr,
-		Version:         "dflockd-ng/" + version,
-		Engine: engine.Config{
-			DefaultLease:     cfg.DefaultLeaseTTL,
-			MaxLocks:         cfg.MaxLocks,
-			MaxWaiters:       cfg.MaxWaiters,
-			KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
-			GCMaxIdle:        gcIdle,
-			MaxKeys:          cfg.MaxKeys,
-			MaxListLength:    cfg.MaxListLength,
-			MaxSubscriptions: cfg.MaxSubscriptions,
-			// Fences continue above the recovered ceiling (or the clock,
-			// without a file), and each is reserved on disk first.
-			FenceFloor: fences.Seed(),
-			Ceiling:    fences,
-		},
-	}, timerwheel.NewMonoClock())
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -143,7 +169,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hups, syscall.SIGHUP)
 	go func() {
 		for range hups {
-			log.Info("SIGHUP: nothing to reload")
+			reloadTLS(log, certs)
 		}
 	}()
 
@@ -152,8 +178,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-ready:
 		attrs := []any{"addr", addr, "loops", loops, "version", version, "profile", cfg.Compat}
+		if certs != nil {
+			attrs = []any{"addr", addr, "tls", true, "version", version, "profile", cfg.Compat}
+			attrs = append(attrs, certAttrs(certs)...)
+		}
 		if gdAddr != "" {
 			attrs = append(attrs, "godistlock_addr", binds[1])
+		}
+		if cfg.Cluster.RaftDir != "" {
+			attrs = append(attrs, clusterAttrs(&cfg.Cluster)...)
 		}
 		log.Info("listening", attrs...)
 		log.Debug("config", "config", fmt.Sprintf("%+v", redacted(cfg)))
@@ -166,6 +199,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// engineConfig is the engine's part of the configuration, the same for
+// the gnet loops and TLS.
+func engineConfig(cfg Config, fences *fence.Allocator) engine.Config {
+	gcIdle := cfg.GCMaxIdle
+	if gcIdle == 0 {
+		gcIdle = -1 // engine: negative = prune as soon as idle
+	}
+	return engine.Config{
+		DefaultLease:     cfg.DefaultLeaseTTL,
+		MaxLocks:         cfg.MaxLocks,
+		MaxWaiters:       cfg.MaxWaiters,
+		KeepOnDisconnect: !cfg.AutoReleaseOnDisconnect,
+		GCMaxIdle:        gcIdle,
+		MaxKeys:          cfg.MaxKeys,
+		MaxListLength:    cfg.MaxListLength,
+		MaxSubscriptions: cfg.MaxSubscriptions,
+		// Fences continue above the recovered ceiling (or the clock,
+		// without a file), and each is reserved on disk first.
+		FenceFloor: fences.Seed(),
+		Ceiling:    fences,
+	}
 }
 
 // newLogger is the server's log: --log-format text or json on w, at the
@@ -196,6 +252,9 @@ func checkBind(addr string) error {
 func redacted(c Config) Config {
 	if c.AuthToken != "" {
 		c.AuthToken = "<redacted>"
+	}
+	if c.Cluster.RaftToken != "" {
+		c.Cluster.RaftToken = "<redacted>"
 	}
 	return c
 }

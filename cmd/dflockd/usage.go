@@ -125,8 +125,6 @@ func (s *setting) defaultText(defaults *Config) string {
 // feature names the missing feature in the help table.
 func (u *unsupportedFlag) feature() string {
 	switch u.reason {
-	case reasonTLS:
-		return "TLS"
 	case reasonHTTP:
 		return "HTTP API"
 	case reasonCluster:

@@ -1,0 +1,296 @@
+package main
+
+// Cluster mode (spec §G): with --raft-dir the server is one member of a
+// raft cluster (package cluster). Its client listener is served by
+// package netconn over a cluster hub: every request but stats goes
+// through the replicated log, a follower answers error_not_leader
+// <leader's client address>, and a leader that stops leading answers the
+// requests it had in flight the same way.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/dflockd-ng/dflockd/cluster"
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/netconn"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/tlscert"
+)
+
+// ClusterConfig is the cluster part of the configuration (spec §E.2 V2C).
+type ClusterConfig struct {
+	RaftDir       string // --raft-dir: presence = cluster mode
+	NodeID        string // --node-id
+	RaftAddr      string // --raft-addr: host:port raft listens on
+	Peers         string // --cluster-peers
+	AdvertiseAddr string // --advertise-addr: this node's client address
+	Bootstrap     bool   // --cluster-bootstrap
+	RaftToken     string // --raft-auth-token, or the content of RaftTokenFile
+	RaftTokenFile string // --raft-auth-token-file
+	RaftTLSCert   string // --raft-tls-cert, --raft-tls-key, --raft-tls-ca: all or none
+	RaftTLSKey    string
+	RaftTLSCA     string
+}
+
+// resolveRaftToken reads --raft-auth-token-file when the token itself is
+// not given.
+func resolveRaftToken(c *ClusterConfig) error {
+	c.RaftToken = strings.TrimSpace(c.RaftToken)
+	if c.RaftToken != "" || c.RaftTokenFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.RaftTokenFile)
+	if err != nil {
+		return fmt.Errorf("--raft-auth-token-file: %w", err)
+	}
+	c.RaftToken = strings.TrimSpace(string(b))
+	return nil
+}
+
+// checkCluster validates the cluster settings. Without --raft-dir, any
+// other cluster setting is a mistake worth stopping for: the operator
+// meant a cluster and would get a lone node.
+func checkCluster(cfg *Config) error {
+	c := &cfg.Cluster
+	if c.RaftDir == "" {
+		if c.NodeID != "" || c.RaftAddr != "" || c.Peers != "" || c.Bootstrap {
+			return errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)")
+		}
+		return nil
+	}
+	var errs []error
+	if cfg.GodistlockPort != 0 {
+		errs = append(errs, errors.New("--godistlock-port is not served in cluster mode"))
+	}
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("--node-id is required with --raft-dir"))
+	}
+	if c.RaftAddr == "" {
+		errs = append(errs, errors.New("--raft-addr is required with --raft-dir"))
+	}
+	peers, err := cluster.ParsePeers(c.Peers)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-peers: %w", err))
+	} else if !hasPeer(peers, c.NodeID) {
+		errs = append(errs, fmt.Errorf("--cluster-peers does not list --node-id %q", c.NodeID))
+	}
+	if len(c.RaftToken) < cluster.MinTokenLen {
+		errs = append(errs, fmt.Errorf("--raft-auth-token (or --raft-auth-token-file) is required with --raft-dir and must be at least %d bytes", cluster.MinTokenLen))
+	}
+	n := 0
+	for _, v := range []string{c.RaftTLSCert, c.RaftTLSKey, c.RaftTLSCA} {
+		if v != "" {
+			n++
+		}
+	}
+	if n != 0 && n != 3 {
+		errs = append(errs, errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: all or none"))
+	}
+	return errors.Join(errs...)
+}
+
+func hasPeer(peers []cluster.Peer, id string) bool {
+	for _, p := range peers {
+		if string(p.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// raftTLS returns the mutual TLS 1.3 configurations of the raft stream:
+// every peer presents a certificate signed by the CA and checks the
+// other's.
+func raftTLS(c *ClusterConfig) (server, client *tls.Config, err error) {
+	if c.RaftTLSCert == "" {
+		return nil, nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(c.RaftTLSCert, c.RaftTLSKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--raft-tls-cert/--raft-tls-key: %w", err)
+	}
+	pem, err := os.ReadFile(c.RaftTLSCA)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--raft-tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("--raft-tls-ca: no certificate in %s", c.RaftTLSCA)
+	}
+	server = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	client = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair}, RootCAs: pool,
+		// Peers are dialled by address; the CA is the cluster's own, so
+		// any certificate it signed is a member.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("raft peer sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: pool, Intermediates: x509.NewCertPool()}
+			for _, ic := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(ic)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		}}
+	return server, client, nil
+}
+
+// replica is the node as the hub sees it; the node is made after the hub
+// (it delivers to the hub), hence the indirection.
+type replica struct{ node *cluster.Node }
+
+func (r *replica) Submit(conn uint32, req *parse.Request) error { return r.node.Submit(conn, req) }
+func (r *replica) Close(conn uint32)                            { r.node.Close(conn) }
+func (r *replica) Engine() *engine.Engine                       { return r.node.Engine() }
+func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
+func (r *replica) Leading() bool                                { return r.node.Leading() }
+func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
+
+// clusterServer is a cluster member as main drives a server: Serve until
+// Shutdown, which hands leadership over, drains the clients and stops
+// raft.
+type clusterServer struct {
+	log      *slog.Logger
+	node     *cluster.Node
+	storage  *cluster.Storage
+	hub      *session.Hub
+	srv      *netconn.Server
+	client   net.Listener
+	shutdown time.Duration
+	shut     chan struct{}
+}
+
+// newClusterServer opens the node's storage, binds the raft and client
+// listeners (errors before anything says listening), and starts raft.
+func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *tlscert.Store,
+	scfg session.Config, ecfg engine.Config, ncfg netconn.Config) (*clusterServer, error) {
+	c := &cfg.Cluster
+	peers, _ := cluster.ParsePeers(c.Peers) // checked by LoadConfig
+	serverTLS, clientTLS, err := raftTLS(c)
+	if err != nil {
+		return nil, err
+	}
+	level := hclog.Warn
+	if cfg.Debug {
+		level = hclog.Debug
+	}
+	rlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr,
+		JSONFormat: cfg.LogFormat == "json"})
+	storage, err := cluster.OpenStorage(c.RaftDir, rlog.StandardWriter(&hclog.StandardLoggerOptions{}))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", c.RaftAddr)
+	if err != nil {
+		storage.Close()
+		return nil, fmt.Errorf("--raft-addr %s: %w", c.RaftAddr, err)
+	}
+	stream, err := cluster.NewStream(ln, cluster.StreamConfig{Token: []byte(c.RaftToken),
+		ServerTLS: serverTLS, ClientTLS: clientTLS,
+		OnRefused: func(remote string, err error) {
+			ncfg.Events.Warn("raft peer refused", "remote", remote, "error", err.Error())
+		}})
+	if err != nil {
+		ln.Close()
+		storage.Close()
+		return nil, err
+	}
+	trans := raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, rlog)
+
+	addrs := map[raft.ServerID]string{}
+	var servers []raft.Server
+	for _, p := range peers {
+		addrs[p.ID] = p.Client
+		servers = append(servers, raft.Server{ID: p.ID, Address: p.Raft, Suffrage: raft.Voter})
+	}
+	if c.AdvertiseAddr != "" {
+		addrs[raft.ServerID(c.NodeID)] = c.AdvertiseAddr
+	}
+	r := &replica{}
+	hub := session.NewClusterHub(scfg, r, timerwheel.NewMonoClock())
+	rc := cluster.DefaultRaft()
+	rc.Logger = rlog
+	node, err := cluster.New(cluster.Config{
+		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Logs,
+		Snapshots: storage.Snaps, Raft: rc, Output: hub, ClientAddrs: addrs,
+		GCInterval: cfg.GCInterval,
+		Init: cluster.Init{Profile: ecfg.Profile, DefaultLease: ecfg.DefaultLease, MaxLocks: ecfg.MaxLocks,
+			MaxWaiters: ecfg.MaxWaiters, KeepOnDisconnect: ecfg.KeepOnDisconnect, GCMaxIdle: ecfg.GCMaxIdle,
+			MaxKeys: ecfg.MaxKeys, MaxListLength: ecfg.MaxListLength, MaxSubscriptions: ecfg.MaxSubscriptions,
+			FenceFloor: ecfg.FenceFloor},
+	})
+	if err != nil {
+		trans.Close()
+		storage.Close()
+		return nil, err
+	}
+	r.node = node
+	if c.Bootstrap {
+		if err := node.Bootstrap(servers); err != nil {
+			_ = node.Shutdown()
+			storage.Close()
+			return nil, fmt.Errorf("--cluster-bootstrap: %w", err)
+		}
+	}
+	if certs != nil {
+		ncfg.TLS = certs.Config()
+		ncfg.HandshakeTimeout = cfg.ReadTimeout
+	}
+	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: netconn.New(hub, ncfg),
+		client: client, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
+}
+
+// Serve serves clients until Shutdown.
+func (s *clusterServer) Serve() error {
+	if err := s.srv.Serve(s.client, session.Dflockd); err != nil {
+		return err
+	}
+	<-s.shut
+	return nil
+}
+
+// Shutdown hands leadership to another member first (a planned stop then
+// costs clients one redirect, not an election timeout), drains the client
+// connections, and stops raft.
+func (s *clusterServer) Shutdown(ctx context.Context) error {
+	defer close(s.shut)
+	if err := s.node.TransferLeadership(); err != nil {
+		s.log.Warn("leadership transfer failed; the others elect a leader after the election timeout", "error", err)
+	}
+	s.hub.Drain()
+	if s.shutdown > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.shutdown)
+		defer cancel()
+	}
+	err := s.srv.Shutdown(ctx)
+	if e := s.node.Shutdown(); e != nil && err == nil {
+		err = e
+	}
+	if e := s.storage.Close(); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+// clusterAttrs describe the node for the listening line.
+func clusterAttrs(c *ClusterConfig) []any {
+	return []any{"cluster", true, "node_id", c.NodeID, "raft_addr", c.RaftAddr, "raft_tls", c.RaftTLSCert != "",
+		"peers", strings.Count(c.Peers, "=")}
+}
