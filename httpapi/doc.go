@@ -1,0 +1,40 @@
+// Package httpapi is the HTTP API of dflockd v2 (spec §F.2): sessions,
+// locks and semaphores as JSON over HTTP, /health, /ready, /v1/stats,
+// /metrics and the OpenAPI 3.1 document of all of it (openapi.json,
+// served at GET /v1/openapi.json).
+//
+// An HTTP session is an engine session: POST /v1/sessions opens one with
+// session.Hub.OpenEndpoint, so it has a connection id in the same space as
+// the TCP clients' and queues in the same FIFOs; DELETE, or the sweeper
+// once it has been idle for twice SessionIdleTimeout, closes it with
+// Hub.CloseEndpoint, which runs the disconnect cleanup of spec §D.4 (its
+// holds released, its waits cancelled). Lock calls name their session in
+// the X-Dflockd-Session header and become protocol requests
+// (parse.Request) run by Hub.Apply. A request that must wait parks in the
+// engine; its one late result comes back through the session's
+// Endpoint.Post. If the client goes away first (its request's context
+// ends) or the session is closed meanwhile, the call withdraws the parked
+// request with engine.KindCancel, so the next waiter in line is not
+// held up by a caller that is gone; a grant that raced the withdrawal is
+// released, since nobody will ever see its token.
+//
+// One HTTP session behaves like one TCP connection: its lock calls run
+// one at a time, in arrival order. A second call on a session whose
+// previous call is still waiting (a blocking acquire or wait) waits for
+// it to finish before it starts; it gives up, like the first, when its
+// client goes away or the session closes. Clients that want concurrent
+// waits open one session per concurrent call.
+//
+// Every deadline of this package (session expiry, the 100 ms before a
+// 401 answer, the rate limiter's housekeeping) is a node of one
+// hierarchical timer wheel on the hub's clock, advanced by a
+// timerwheel.Driver: no runtime timer per session or per request. The
+// connections' own deadlines are net/http's, on the sockets: the time
+// to send headers (10 s) and a body (10 s), and keep-alive idleness.
+//
+// Concurrency: an API is safe for concurrent use; each request runs on
+// its net/http goroutine and reaches the engine only through the hub.
+//
+// httpapi knows the engine's commands and results and the hub; it knows
+// nothing of gnet or of the line protocol's text.
+package httpapi

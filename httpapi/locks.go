@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+// ending says how a lock call ended.
+type ending uint8
+
+const (
+	answered    ending = iota // the engine answered; the answer is the reply
+	clientGone                // the client went away first: 408
+	sessionGone               // the session closed first: 410
+)
+
+// lockCall serves the lock and semaphore routes: op is the protocol
+// request the route makes. Checks come in dflockd's order: key, session,
+// body; then a drain refuses the call.
+func (a *API) lockCall(w http.ResponseWriter, r *http.Request, op parse.Op) {
+	key := r.PathValue("key")
+	if msg := checkKey(key); msg != "" {
+		writeError(w, http.StatusBadRequest, codeBadRequest, msg)
+		return
+	}
+	s := a.requestSession(w, r)
+	if s == nil {
+		return
+	}
+	defer func() { a.sessions.done(s, a.clock.Now()) }()
+	req, msg := readRequest(w, r, op)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, codeBadRequest, msg)
+		return
+	}
+	req.Key = []byte(key)
+	if a.draining() {
+		writeError(w, http.StatusServiceUnavailable, codeDraining, "")
+		return
+	}
+	res, end := a.call(r.Context(), s, &req)
+	switch end {
+	case clientGone:
+		// Nobody reads this; it is written for the access log and the
+		// metrics, which count the call as the client's cancel.
+		writeError(w, http.StatusRequestTimeout, codeClientCanceled, "the client went away before the answer")
+	case sessionGone:
+		writeError(w, http.StatusGone, codeSessionGone, "")
+	default:
+		a.reply(w, op, &res)
+	}
+}
+
+// call runs req for s, in s's turn, and waits for its answer if it parks.
+// It returns what the engine answered and how the call ended; a call that
+// did not end as answered has withdrawn, or released, whatever the engine
+// gave it.
+func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (engine.Result, ending) {
+	select {
+	case s.turn <- struct{}{}:
+	case <-s.gone:
+		return engine.Result{}, sessionGone
+	case <-ctx.Done():
+		return engine.Result{}, clientGone
+	}
+	defer func() { <-s.turn }()
+	if s.closing() {
+		// The close raced this call to the turn: its engine session may
+		// be closed by now.
+		return engine.Result{}, sessionGone
+	}
+	if a.draining() {
+		// A drain began while this call waited for its turn: refused,
+		// as a request read after the drain began is on TCP.
+		return engine.Result{Status: parse.StatusErrorDraining}, answered
+	}
+	res := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
+	if res.Blocked {
+		select {
+		case res = <-s.late:
+		case <-ctx.Done():
+			return a.withdraw(s, req, clientGone)
+		case <-s.gone:
+			return a.withdraw(s, req, sessionGone)
+		}
+	}
+	if s.closing() {
+		// Answered, but the session is closing (DELETE, expiry,
+		// Shutdown): its locks are released as it closes, so a grant
+		// is no grant. Give it back now, and say the session is gone.
+		a.abandon(s, req, &res)
+		return res, sessionGone
+	}
+	if ctx.Err() != nil {
+		// Answered, but the client left meanwhile: nobody will see a
+		// token this answer carries.
+		a.abandon(s, req, &res)
+		return res, clientGone
+	}
+	return res, answered
+}
+
+// withdraw ends s's parked request for a caller that stopped waiting. If
+// the engine had already answered it (the cancel finds nothing parked),
+// the answer is on its way to Post: take it, and give back what it
+// granted, since nobody will see its token.
+func (a *API) withdraw(s *httpSession, req *parse.Request, end ending) (engine.Result, ending) {
+	c := a.hub.Apply(&engine.Command{Kind: engine.KindCancel, Session: s.conn})
+	if c.Int == 1 {
+		return engine.Result{}, end
+	}
+	res := <-s.late
+	a.abandon(s, req, &res)
+	return res, end
+}
+
+// abandon undoes what an answer nobody will read gave s: a grant is
+// released; a two-phase enqueue that queued is ended with a zero-timeout
+// wait (and released if the slot came through meanwhile), so it does not
+// hold up the queue until the session closes.
+func (a *API) abandon(s *httpSession, req *parse.Request, res *engine.Result) {
+	switch {
+	case res.Kind == engine.KindGrant && (res.Status == parse.StatusOK || res.Status == parse.StatusAcquired):
+		a.release(s, req, res)
+	case res.Status == parse.StatusQueued:
+		w := parse.Request{Op: parse.OpWait, Key: req.Key}
+		if req.Op.Semaphore() {
+			w.Op = parse.OpSemWait
+		}
+		got := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: w})
+		if got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
+			a.release(s, req, &got)
+		}
+	}
+}
+
+// release gives back the grant res of a request like req.
+func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
+	rel := parse.Request{Op: parse.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
+	if req.Op.Semaphore() {
+		rel.Op = parse.OpSemRelease
+	}
+	if got := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: rel}); got.Status != parse.StatusOK {
+		// Its lease ends it anyway; say so, it should not happen.
+		a.cfg.Logf("httpapi: releasing an unseen grant of %q: %s", req.Key, got.Status)
+	}
+}
+
+// reply writes the answer to a call of op that the engine answered.
+func (a *API) reply(w http.ResponseWriter, op parse.Op, res *engine.Result) {
+	switch res.Status {
+	case parse.StatusOK:
+		switch op {
+		case parse.OpRelease, parse.OpSemRelease:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case parse.OpRenew, parse.OpSemRenew:
+			writeJSON(w, http.StatusOK, renewReply{RemainingS: res.Lease})
+			return
+		}
+		if res.Kind == engine.KindGrant {
+			writeJSON(w, http.StatusOK, grantReply{Status: "ok", Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
+			return
+		}
+	case parse.StatusAcquired:
+		writeJSON(w, http.StatusOK, grantReply{Status: "acquired", Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
+		return
+	case parse.StatusQueued:
+		writeJSON(w, http.StatusOK, grantReply{Status: "queued"})
+		return
+	case parse.StatusTimeout:
+		writeJSON(w, http.StatusOK, grantReply{Status: "timeout"})
+		return
+	}
+	status, code := a.errorFor(op, res.Status)
+	if status == http.StatusInternalServerError {
+		a.cfg.Logf("httpapi: %s answered %s (kind %d), which the HTTP API does not map", op, res.Status, res.Kind)
+	}
+	writeError(w, status, code, "")
+}

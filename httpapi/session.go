@@ -1,0 +1,336 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// httpSession is one HTTP session: an engine session (an endpoint of the
+// hub) named by a random id.
+type httpSession struct {
+	// timer is its idle expiry; first field, so a fired node converts
+	// back to the session (timers.go). Guarded by the timers' lock.
+	timer timerwheel.Node
+	id    string // 32 lowercase hex
+	conn  engine.SessionID
+	ip    netip.Addr
+	// turn serialises the session's lock calls and its close, as the
+	// requests of one TCP connection are: a call sends to take it and
+	// receives to give it back. A channel rather than a mutex, so that a
+	// call waiting for its turn can give up when its client goes away.
+	turn chan struct{}
+	// gone is closed when the session starts closing: it wakes a call
+	// parked in the engine (and calls waiting for the turn), which then
+	// withdraw.
+	gone     chan struct{}
+	goneOnce sync.Once
+	// late is the one late result of the parked request (Post). At most
+	// one request of the session is parked at a time, and the engine
+	// delivers exactly one result for it unless it is withdrawn, so one
+	// slot never overflows.
+	late chan engine.Result
+	// inFlight counts the requests using the session (from lookup to
+	// their end): the sweeper does not close a session in use.
+	inFlight atomic.Int32
+	lastSeen atomic.Int64 // timerwheel.Tick of the last request's end
+}
+
+// Post is the session's Endpoint: the hub hands it the late result of its
+// parked request, from any goroutine.
+func (s *httpSession) Post(r engine.Result) {
+	select {
+	case s.late <- r:
+	default:
+		panic("httpapi: a second late result for session " + s.id + " with one already waiting: one parked request at a time is the invariant")
+	}
+}
+
+// markGone starts closing the session: calls using it, or waiting for
+// their turn, wake and end with 410.
+func (s *httpSession) markGone() { s.goneOnce.Do(func() { close(s.gone) }) }
+
+// closing reports whether the session has started closing.
+func (s *httpSession) closing() bool {
+	select {
+	case <-s.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// sessionTable is the open sessions, by id, and their counts per client
+// address for MaxSessionsPerIP.
+type sessionTable struct {
+	mu     sync.RWMutex
+	byID   map[string]*httpSession
+	perIP  map[netip.Addr]int
+	closed bool // Shutdown: no new sessions
+}
+
+func (t *sessionTable) init() {
+	t.byID = make(map[string]*httpSession)
+	t.perIP = make(map[netip.Addr]int)
+}
+
+func (t *sessionTable) count() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.byID)
+}
+
+func (t *sessionTable) isClosed() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.closed
+}
+
+// lookup returns the open session named id, counted in flight until the
+// caller's done, or nil.
+func (t *sessionTable) lookup(id string) *httpSession {
+	t.mu.RLock()
+	s := t.byID[id]
+	if s != nil {
+		// Under the read lock: the sweeper takes the write lock to
+		// check inFlight, so it never reaps a session found here.
+		s.inFlight.Add(1)
+	}
+	t.mu.RUnlock()
+	return s
+}
+
+// done ends a request's use of s.
+func (t *sessionTable) done(s *httpSession, now timerwheel.Instant) {
+	s.lastSeen.Store(int64(now.Tick()))
+	s.inFlight.Add(-1)
+}
+
+// remove takes s out of the table; false if it was not in it (closed
+// already).
+func (t *sessionTable) remove(s *httpSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.removeLocked(s)
+}
+
+func (t *sessionTable) removeLocked(s *httpSession) bool {
+	if t.byID[s.id] != s {
+		return false
+	}
+	delete(t.byID, s.id)
+	if n := t.perIP[s.ip] - 1; n > 0 {
+		t.perIP[s.ip] = n
+	} else {
+		delete(t.perIP, s.ip)
+	}
+	return true
+}
+
+// removeIfIdle takes s out of the table if no request uses it and it has
+// been idle since before deadline.
+func (t *sessionTable) removeIfIdle(s *httpSession, idleMs int64, now timerwheel.Instant) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.inFlight.Load() > 0 || !now.Passed(timerwheel.Tick(s.lastSeen.Load()+idleMs)) {
+		return false
+	}
+	return t.removeLocked(s)
+}
+
+// closeAll empties the table for Shutdown and refuses new sessions.
+func (t *sessionTable) closeAll() []*httpSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	all := make([]*httpSession, 0, len(t.byID))
+	for _, s := range t.byID {
+		all = append(all, s)
+	}
+	clear(t.byID)
+	clear(t.perIP)
+	return all
+}
+
+// newSessionID is 128 random bits in lowercase hex, as dflockd's.
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// validSessionID reports whether id has the form newSessionID makes.
+func validSessionID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// open creates a session for a client at ip, or says which cap refused
+// it. The engine session is opened under the table's lock, so that a
+// Shutdown running meanwhile either sees the session or refuses it.
+func (a *API) open(ip netip.Addr) (*httpSession, string) {
+	t := &a.sessions
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed || a.hub.Draining():
+		return nil, codeDraining
+	case a.cfg.MaxSessions > 0 && len(t.byID) >= a.cfg.MaxSessions:
+		return nil, codeMaxSessions
+	case a.cfg.MaxSessionsPerIP > 0 && t.perIP[ip] >= a.cfg.MaxSessionsPerIP:
+		return nil, codeMaxSessionsPerIP
+	}
+	s := &httpSession{
+		timer: timerwheel.Node{Kind: kindSession},
+		ip:    ip,
+		turn:  make(chan struct{}, 1),
+		gone:  make(chan struct{}),
+		late:  make(chan engine.Result, 1),
+	}
+	for s.id == "" || t.byID[s.id] != nil {
+		s.id = newSessionID()
+	}
+	s.conn = a.hub.OpenEndpoint(s)
+	now := a.clock.Now()
+	s.lastSeen.Store(int64(now.Tick()))
+	t.byID[s.id] = s
+	t.perIP[ip]++
+	a.timers.arm(&s.timer, now.After(a.idleMs))
+	return s, ""
+}
+
+// closeSession ends a session taken out of the table: it wakes the call
+// using it, waits for that call to withdraw what it parked, then closes
+// the engine session (disconnect cleanup, spec §D.4). The turn is never
+// given back: calls still waiting for it see gone and answer 410.
+func (a *API) closeSession(s *httpSession) {
+	s.markGone()
+	s.turn <- struct{}{}
+	a.timers.cancel(&s.timer)
+	a.hub.CloseEndpoint(s.conn)
+}
+
+// expire runs when a session's idle timer fires: it closes the session if
+// it has been idle for twice the idle timeout and no request uses it, and
+// otherwise re-arms the timer for when it could be. Requests only store
+// their end time; the timer catches up here, off the request path.
+func (a *API) expire(s *httpSession) {
+	now := a.clock.Now()
+	if a.sessions.removeIfIdle(s, a.idleMs, now) {
+		a.closeSession(s)
+		return
+	}
+	next := timerwheel.Tick(s.lastSeen.Load() + a.idleMs)
+	if s.inFlight.Load() > 0 || now.Passed(next) {
+		next = now.After(a.idleMs) // in use: look again later
+	}
+	// Not if a close has begun: closeSession marks the session gone
+	// before it cancels the timer, so the timer is never left armed.
+	a.timers.armUnless(&s.timer, next, s.closing)
+}
+
+// clientIP is the address a request came from, IPv4-mapped addresses
+// unmapped so a client counts once however it connects.
+func clientIP(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// createSession is POST /v1/sessions. The body may be empty, {}, or
+// carry V2C's stable_ref, accepted and inert on a single node as the TCP
+// stable-ref command is.
+func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
+	var body createBody
+	if msg := readJSON(w, r, &body, true); msg != "" {
+		writeError(w, http.StatusBadRequest, codeBadRequest, msg)
+		return
+	}
+	if body.StableRef != nil {
+		if msg := checkStableRef(*body.StableRef); msg != "" {
+			writeError(w, http.StatusBadRequest, codeBadRequest, msg)
+			return
+		}
+	}
+	s, refused := a.open(clientIP(r))
+	if s == nil {
+		writeError(w, http.StatusServiceUnavailable, refused, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionReply{
+		SessionID:    s.id,
+		IdleTimeoutS: int64(a.cfg.SessionIdleTimeout.Seconds()),
+	})
+}
+
+// deleteSession is DELETE /v1/sessions/{id}.
+func (a *API) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validSessionID(id) {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
+		return
+	}
+	s := a.sessions.lookup(id)
+	if s == nil {
+		writeError(w, http.StatusGone, codeSessionGone, "")
+		return
+	}
+	a.sessions.done(s, a.clock.Now()) // not in use while it waits for the turn
+	if !a.sessions.remove(s) {
+		writeError(w, http.StatusGone, codeSessionGone, "") // a concurrent DELETE or expiry won
+		return
+	}
+	a.closeSession(s)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pingSession is POST /v1/sessions/{id}/ping: it keeps the session alive.
+func (a *API) pingSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validSessionID(id) {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
+		return
+	}
+	s := a.sessions.lookup(id)
+	if s == nil {
+		writeError(w, http.StatusGone, codeSessionGone, "")
+		return
+	}
+	a.sessions.done(s, a.clock.Now())
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// requestSession resolves the X-Dflockd-Session header of a lock call; on
+// failure it answers (400 without the header, 410 for an unknown,
+// deleted or expired session) and returns nil. The caller ends its use
+// with sessions.done.
+func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSession {
+	id := r.Header.Get(sessionHeader)
+	if id == "" {
+		writeError(w, http.StatusBadRequest, codeBadRequest, sessionHeader+" header required")
+		return nil
+	}
+	s := a.sessions.lookup(id)
+	if s == nil {
+		writeError(w, http.StatusGone, codeSessionGone, "")
+	}
+	return s
+}
+
+// sessionHeader names a lock call's session.
+const sessionHeader = "X-Dflockd-Session"
