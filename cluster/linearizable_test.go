@@ -280,8 +280,23 @@ func TestLinearizableUnderFailovers(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// Healed (the nemesis reconnected everyone last): every replica
+	// reaches the same state.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d0, i0 := ss[0].node.FSM().Digest(), ss[0].node.Raft().AppliedIndex()
+		same := true
+		for _, s := range ss[1:] {
+			same = same && s.node.FSM().Digest() == d0 && s.node.Raft().AppliedIndex() == i0
+		}
+		if same {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replicas' digests differ after healing")
+		}
+	}
 	res, info := porcupine.CheckOperationsVerbose(linModel.ToModel(), history, time.Minute)
-	t.Logf("%d operations (%d of unknown outcome), %d leader partitions over %v: %v",
+	t.Logf("%d operations (%d of unknown outcome), %d leader partitions over %v; digests agree; linearizable: %v",
 		len(history), unknown, faults, dur, res)
 	if res != porcupine.Ok {
 		f, _ := os.CreateTemp("", "dflockd-lin-*.html")
