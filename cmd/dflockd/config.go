@@ -77,6 +77,9 @@ type Config struct {
 	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default), "v1" or "rf"
 	Loops  int    // --loops, DFLOCKD_LOOPS: event loops, default 0 = runtime.NumCPU() (resolved by main), >= 0
 
+	// HTTP: the HTTP API's settings (http.go); Port 0 = no HTTP API.
+	HTTP HTTPConfig
+
 	// Cluster: the cluster settings (cluster.go); RaftDir set = cluster mode.
 	Cluster ClusterConfig
 
@@ -122,6 +125,7 @@ func DefaultConfig() Config {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  compatV2,
 		LogFormat:               "text",
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second},
 	}
 }
 
@@ -271,6 +275,35 @@ var settingGroups = []settingGroup{
 		{flag: flagAuthTokenFile, env: envAuthTokenFile, kind: kindManual, arg: "FILE", def: "unset",
 			usage: "read the token from this file (contents trimmed)"},
 	}},
+	{"HTTP API (spec §F.2): --http-port serves it, with /health, /ready and /metrics", []setting{
+		{flag: "http-port", env: "DFLOCKD_HTTP_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
+			usage: "serve the HTTP API on this TCP port, 0..65535 (0 = off; not in cluster mode); HTTPS with --tls-cert",
+			field: func(c *Config) any { return &c.HTTP.Port }},
+		{flag: "http-host", env: "DFLOCKD_HTTP_HOST", kind: kindString, arg: "ADDR", def: "--host",
+			usage: "address the HTTP API listens on (unset = --host's)",
+			field: func(c *Config) any { return &c.HTTP.Host }},
+		{flag: "http-session-idle-timeout", env: "DFLOCKD_HTTP_SESSION_IDLE_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
+			usage: "told to HTTP clients; a session idle for twice this is closed, >= 0 (0 = 20)",
+			field: func(c *Config) any { return &c.HTTP.SessionIdleTimeout }},
+		{flag: "http-max-sessions", env: "DFLOCKD_HTTP_MAX_SESSIONS", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "open HTTP sessions, >= 0; extra ones get 503 max_sessions",
+			field: func(c *Config) any { return &c.HTTP.MaxSessions }},
+		{flag: "http-max-sessions-per-ip", env: "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "open HTTP sessions of one IP address, >= 0; extra ones get 503 max_sessions_per_ip",
+			field: func(c *Config) any { return &c.HTTP.MaxSessionsPerIP }},
+		{flag: "http-max-connections-per-ip", env: "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "HTTP connections from one IP address, >= 0; extra ones are closed at once",
+			field: func(c *Config) any { return &c.HTTP.MaxConnsPerIP }},
+		{flag: "http-rate-limit-per-ip", env: "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "HTTP requests a second from one IP address, >= 0; extra ones get 429 (/health, /ready exempt)",
+			field: func(c *Config) any { return &c.HTTP.RateLimitPerIP }},
+		{flag: "http-rate-limit-burst", env: "DFLOCKD_HTTP_RATE_LIMIT_BURST", kind: kindInt, min: 0, max: maxInt, arg: "N",
+			usage: "requests one IP address may make at once under the rate limit, >= 0 (0 = the rate)",
+			field: func(c *Config) any { return &c.HTTP.RateLimitBurst }},
+		{flag: "http-cors-allowed-origins", env: "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", kind: kindString, arg: "LIST",
+			usage: "origins browsers may call the HTTP API from, comma-separated ('*' = any; unset = no CORS)",
+			field: func(c *Config) any { return &c.HTTP.CORSAllowedOrigins }},
+	}},
 	{"Cluster (spec §G): --raft-dir makes this server one member of a raft cluster", []setting{
 		{flag: "raft-dir", env: "DFLOCKD_RAFT_DIR", kind: kindString, arg: "DIR",
 			usage: "cluster mode: the raft log and snapshots live here (unset = single node)",
@@ -320,9 +353,8 @@ var settingGroups = []settingGroup{
 // feature off in dflockd as well, i.e.
 //   - an empty value, from the flag or the variable (empty env = unset, and
 //     dflockd treats an empty cert, address or directory as "not set");
-//   - for off == "0": any value that parses as the number 0 (the HTTP port
-//     and the per-IP and HTTP caps, where 0 means disabled or unlimited, and
-//     --orphan-ttl, where 0 means no orphan keeping);
+//   - for off == "0": any value that parses as the number 0 (--orphan-ttl,
+//     where 0 means no orphan keeping);
 //   - for off == "false": a false boolean (--cluster-bootstrap).
 //
 // Every other value refuses startup with a message naming the flag or
@@ -337,23 +369,17 @@ type unsupportedFlag struct {
 }
 
 const (
-	reasonHTTP = "the HTTP API is not supported by dflockd-ng yet; " +
-		"use the TCP protocol (--port) or remove the setting"
+	// The ping interval of dflockd v1.15–v1.16's SSE signal stream (GET
+	// /v1/signals), which dflockd v2 dropped: an interval set means a
+	// client of that stream is expected, and none would get it.
+	reasonSSE = "the HTTP API's SSE signal routes (dflockd v1.15-v1.16) are not supported by dflockd-ng yet; " +
+		"use the line protocol's listen and signal, or remove the setting"
 	reasonCluster = "the cluster admin API and stable-ref orphans are not supported by dflockd-ng yet; " +
 		"remove the setting"
 )
 
 var unsupportedFlags = []unsupportedFlag{
-	{flag: "http-port", env: "DFLOCKD_HTTP_PORT", off: "0", arg: "PORT", reason: reasonHTTP},
-	{flag: "http-host", env: "DFLOCKD_HTTP_HOST", arg: "ADDR", reason: reasonHTTP},
-	{flag: "http-session-idle-timeout", env: "DFLOCKD_HTTP_SESSION_IDLE_S", arg: "SECONDS", reason: reasonHTTP},
-	{flag: "http-max-sessions", env: "DFLOCKD_HTTP_MAX_SESSIONS", off: "0", arg: "N", reason: reasonHTTP},
-	{flag: "http-sse-ping-interval", env: "DFLOCKD_HTTP_SSE_PING_S", arg: "SECONDS", reason: reasonHTTP},
-	{flag: "http-max-sessions-per-ip", env: "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", off: "0", arg: "N", reason: reasonHTTP},
-	{flag: "http-max-connections-per-ip", env: "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", off: "0", arg: "N", reason: reasonHTTP},
-	{flag: "http-rate-limit-per-ip", env: "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", off: "0", arg: "N", reason: reasonHTTP},
-	{flag: "http-rate-limit-burst", env: "DFLOCKD_HTTP_RATE_LIMIT_BURST", off: "0", arg: "N", reason: reasonHTTP},
-	{flag: "http-cors-allowed-origins", env: "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", arg: "LIST", reason: reasonHTTP},
+	{flag: "http-sse-ping-interval", env: "DFLOCKD_HTTP_SSE_PING_S", arg: "SECONDS", reason: reasonSSE},
 
 	{flag: "admin-token", env: "DFLOCKD_ADMIN_TOKEN", arg: "TOKEN", reason: reasonCluster},
 	{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", off: "0", arg: "SECONDS", reason: reasonCluster},
@@ -368,11 +394,8 @@ func (u *unsupportedFlag) harmless(v string, isEnv bool) bool {
 	}
 	switch u.off {
 	case "0":
-		if n, err := strconv.ParseInt(v, 0, 64); err == nil {
-			return n == 0
-		}
-		f, err := strconv.ParseFloat(v, 64) // rate limits may be written 0.0
-		return err == nil && f == 0
+		n, err := strconv.ParseInt(v, 0, 64)
+		return err == nil && n == 0
 	case "false":
 		if isEnv {
 			b, ok := parseEnvBool(v)
@@ -582,6 +605,9 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		errs = append(errs, err)
 	}
 	if err := checkTLS(&cfg, cli, env); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkHTTP(&cfg); err != nil {
 		errs = append(errs, err)
 	}
 	if err := resolveRaftToken(&cfg.Cluster); err != nil {

@@ -69,6 +69,7 @@ func TestConfigDefaults(t *testing.T) {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  "v2",
 		LogFormat:               "text",
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second},
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -115,6 +116,15 @@ var mapping = []struct {
 	{"fence-state-file", "DFLOCKD_FENCE_STATE_FILE", "/var/lib/dflockd/fence", func(c *Config) { c.FenceStateFile = "/var/lib/dflockd/fence" }},
 	{"compat", "DFLOCKD_COMPAT", "v2", func(c *Config) { c.Compat = "v2" }},
 	{"loops", "DFLOCKD_LOOPS", "4", func(c *Config) { c.Loops = 4 }},
+	{"http-port", "DFLOCKD_HTTP_PORT", "6389", func(c *Config) { c.HTTP.Port = 6389 }},
+	{"http-host", "DFLOCKD_HTTP_HOST", "0.0.0.0", func(c *Config) { c.HTTP.Host = "0.0.0.0" }},
+	{"http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S", "45", func(c *Config) { c.HTTP.SessionIdleTimeout = 45 * time.Second }},
+	{"http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "1000", func(c *Config) { c.HTTP.MaxSessions = 1000 }},
+	{"http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "20", func(c *Config) { c.HTTP.MaxSessionsPerIP = 20 }},
+	{"http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "30", func(c *Config) { c.HTTP.MaxConnsPerIP = 30 }},
+	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "100", func(c *Config) { c.HTTP.RateLimitPerIP = 100 }},
+	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "200", func(c *Config) { c.HTTP.RateLimitBurst = 200 }},
+	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "https://a.example, *", func(c *Config) { c.HTTP.CORSAllowedOrigins = "https://a.example, *" }},
 }
 
 func TestConfigFlagAndEnvMapping(t *testing.T) {
@@ -176,6 +186,9 @@ func TestConfigPrecedence(t *testing.T) {
 		"auto-release-on-disconnect": "true", "debug": "false", "auth-token": "other",
 		"fence-state-file": "/tmp/other", "compat": "V2", "loops": "2",
 		"godistlock-port": "7002", "max-connections-per-ip": "21", "log-format": "text",
+		"http-port": "7003", "http-host": "10.0.0.2", "http-session-idle-timeout": "22",
+		"http-max-sessions": "23", "http-max-sessions-per-ip": "24", "http-max-connections-per-ip": "25",
+		"http-rate-limit-per-ip": "26", "http-rate-limit-burst": "27", "http-cors-allowed-origins": "https://b.example",
 	}
 	for _, m := range mapping {
 		t.Run(m.flag, func(t *testing.T) {
@@ -483,16 +496,7 @@ func TestConfigAuthToken(t *testing.T) {
 // unsupported lists, independently of the implementation's table, the
 // dflockd flags whose feature dflockd-ng lacks (spec §E.2).
 var unsupported = []struct{ flag, env string }{
-	{"http-port", "DFLOCKD_HTTP_PORT"},
-	{"http-host", "DFLOCKD_HTTP_HOST"},
-	{"http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S"},
-	{"http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS"},
 	{"http-sse-ping-interval", "DFLOCKD_HTTP_SSE_PING_S"},
-	{"http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP"},
-	{"http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP"},
-	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP"},
-	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST"},
-	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS"},
 	{"admin-token", "DFLOCKD_ADMIN_TOKEN"},
 	{"orphan-ttl", "DFLOCKD_ORPHAN_TTL_S"},
 }
@@ -517,10 +521,15 @@ func TestConfigUnsupportedRefused(t *testing.T) {
 			mustLoad(t, []string{"--" + u.flag + "="}, map[string]string{u.env: ""})
 		})
 	}
-	wantErr(t, []string{"--http-port=8080"}, nil, "--http-port: the HTTP API is not supported")
 	wantErr(t, []string{"--log-format=xml"}, nil, "--log-format must be one of text, json")
 	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl: the cluster admin API and stable-ref orphans")
-	wantErr(t, []string{"--http-session-idle-timeout=0"}, nil, "--http-session-idle-timeout: the HTTP API") // 0 is not "off" here
+	// The HTTP API is served, its SSE signal stream is not: any interval
+	// set, dflockd's default 15 and 0 too, asks for a stream nobody gets.
+	for _, v := range []string{"15", "0"} {
+		wantErr(t, []string{"--http-port=6389", "--http-sse-ping-interval=" + v}, nil,
+			"--http-sse-ping-interval: the HTTP API's SSE signal routes", "not supported by dflockd-ng yet")
+	}
+	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_SSE_PING_S": "15"}, "DFLOCKD_HTTP_SSE_PING_S: the HTTP API's SSE signal routes")
 	// Secrets are not echoed.
 	msg := wantErr(t, []string{"--admin-token=hunter2"}, nil, "--admin-token")
 	if strings.Contains(msg, "hunter") {
@@ -558,7 +567,8 @@ func TestConfigUnsupportedHarmlessValues(t *testing.T) {
 		{[]string{"--orphan-ttl", "0"}, nil},
 		{nil, map[string]string{"DFLOCKD_ORPHAN_TTL_S": "0"}},
 		{[]string{"--http-max-sessions=0", "--http-max-sessions-per-ip=0", "--http-max-connections-per-ip=0"}, nil},
-		{[]string{"--http-rate-limit-per-ip=0.0", "--http-rate-limit-burst=0"}, nil},
+		{[]string{"--http-rate-limit-per-ip=0", "--http-rate-limit-burst=0"}, nil},
+		{[]string{"--http-sse-ping-interval="}, map[string]string{"DFLOCKD_HTTP_SSE_PING_S": ""}},
 		{[]string{"--cluster-bootstrap=false"}, map[string]string{"DFLOCKD_CLUSTER_BOOTSTRAP": "no"}},
 		{[]string{"--tls-cert=", "--tls-key="}, map[string]string{"DFLOCKD_TLS_CERT": "", "DFLOCKD_RAFT_DIR": ""}},
 	}
@@ -735,6 +745,15 @@ func TestConfigHelpText(t *testing.T) {
 		{"--debug", "DFLOCKD_DEBUG", "false"},
 		{"--auth-token", "DFLOCKD_AUTH_TOKEN", "unset"},
 		{"--auth-token-file", "DFLOCKD_AUTH_TOKEN_FILE", "unset"},
+		{"--http-port", "DFLOCKD_HTTP_PORT", "0"},
+		{"--http-host", "DFLOCKD_HTTP_HOST", "--host"},
+		{"--http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S", "20"},
+		{"--http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "0"},
+		{"--http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "0"},
+		{"--http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "0"},
+		{"--http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "0"},
+		{"--http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "0"},
+		{"--http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "unset"},
 		{"--version", "-", "-"},
 	}
 	for _, tt := range tests {
@@ -827,4 +846,52 @@ func TestConfigCluster(t *testing.T) {
 	if strings.Contains(msg, "hunter") {
 		t.Errorf("error %q echoes the raft token", msg)
 	}
+}
+
+// TestConfigHTTP: the HTTP API's settings (spec §E.2) and what they may
+// not be combined with: another listener's port, and cluster mode.
+func TestConfigHTTP(t *testing.T) {
+	cfg, _ := mustLoad(t, []string{"--http-port", "6389", "--http-cors-allowed-origins", " https://a.example ,, * "},
+		map[string]string{"DFLOCKD_HTTP_HOST": "0.0.0.0", "DFLOCKD_HTTP_PORT": "7000"})
+	if cfg.HTTP.Port != 6389 || cfg.HTTP.Host != "0.0.0.0" || cfg.HTTP.SessionIdleTimeout != 20*time.Second {
+		t.Errorf("HTTP settings: %+v", cfg.HTTP)
+	}
+	if got := corsOrigins(cfg.HTTP.CORSAllowedOrigins); strings.Join(got, "|") != "https://a.example|*" {
+		t.Errorf("CORS origins %q, want [https://a.example *]", got)
+	}
+	if got := corsOrigins(""); got != nil {
+		t.Errorf("no CORS origins: %q", got)
+	}
+	if got := httpAddr(cfg); got != "0.0.0.0:6389" {
+		t.Errorf("HTTP address %q with --http-host", got)
+	}
+	cfg, _ = mustLoad(t, []string{"--host", "::1", "--http-port", "6389"}, nil)
+	if got := httpAddr(cfg); got != "[::1]:6389" {
+		t.Errorf("HTTP address %q without --http-host, want --host's", got)
+	}
+	// 0 is accepted, as by dflockd v2, and means the default.
+	if cfg, _ = mustLoad(t, []string{"--http-session-idle-timeout=0"}, nil); cfg.HTTP.SessionIdleTimeout != 0 {
+		t.Errorf("--http-session-idle-timeout=0: %v", cfg.HTTP.SessionIdleTimeout)
+	}
+	// Off, the other settings are inert and combine with anything.
+	mustLoad(t, []string{"--http-port=0", "--http-host=x", "--raft-dir="}, nil)
+
+	wantErr(t, []string{"--http-port=65536"}, nil, "--http-port must be an integer in 0..65535")
+	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_PORT": "http"}, "DFLOCKD_HTTP_PORT must be an integer in 0..65535")
+	wantErr(t, []string{"--http-session-idle-timeout=-1"}, nil, "--http-session-idle-timeout must be an integer number of seconds in 0..9223372036")
+	wantErr(t, []string{"--http-max-sessions=-1"}, nil, "--http-max-sessions must be an integer >= 0")
+	// Integers, as dflockd v2's flag.Int.
+	wantErr(t, []string{"--http-rate-limit-per-ip=0.5"}, nil, "--http-rate-limit-per-ip must be an integer >= 0")
+	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_RATE_LIMIT_BURST": "-2"}, "DFLOCKD_HTTP_RATE_LIMIT_BURST must be an integer >= 0")
+
+	wantErr(t, []string{"--http-port=6388"}, nil, "--http-port (DFLOCKD_HTTP_PORT) must differ from --port (DFLOCKD_PORT)")
+	wantErr(t, []string{"--port=7000"}, map[string]string{"DFLOCKD_HTTP_PORT": "7000"}, "must differ from --port")
+	wantErr(t, []string{"--godistlock-port=7001", "--http-port=7001"}, nil, "must differ from --godistlock-port")
+
+	token := strings.Repeat("t", 32)
+	cluster := []string{"--raft-dir", "/var/lib/dflockd", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
+		"--cluster-peers", "n1=127.0.0.1:7001@127.0.0.1:6388", "--raft-auth-token", token}
+	mustLoad(t, cluster, nil)
+	wantErr(t, append(cluster, "--http-port", "6389"), nil,
+		"--http-port: the HTTP API is not served in cluster mode (--raft-dir)", "remove --http-port")
 }

@@ -12,10 +12,13 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/httpapi"
 	"github.com/dflockd-ng/dflockd/internal/conncap"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/loop"
@@ -60,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dflockd: %v\n", err)
 		return 2
 	}
+	start := time.Now()
 	log := newLogger(cfg, stderr)
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	events := ratelog.New(log, eventsPerSecond, eventsBurst)
@@ -98,6 +102,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Profile: profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events,
 	}
+
+	// The HTTP API's listener is bound first, so that a bind error is
+	// reported, as the others', before anything says listening.
+	var httpL net.Listener
+	if cfg.HTTP.Port != 0 {
+		httpL, err = net.Listen("tcp", httpAddr(cfg))
+		if err != nil {
+			log.Error("cannot listen", "addr", httpAddr(cfg), "error", err)
+			return 1
+		}
+		defer httpL.Close() // on the error returns below; the API closes it otherwise
+	}
+	// The transports count requests for /metrics only when it is served.
+	count := httpL != nil
+
+	// The hub of a single node, shared by the line protocol's transport
+	// and the HTTP API, whose sessions then queue in the same FIFOs. main
+	// runs its housekeeping (hub.Start) from before serving to after the
+	// last transport has stopped. A cluster member's hub is the cluster's.
+	var hub *session.Hub
+	transport, conns := "tcp", func() int { return 0 }
 	if cfg.Cluster.RaftDir != "" {
 		ls, failed, err := listenAll([]string{addr})
 		if err != nil {
@@ -121,7 +146,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Error("cannot listen", "addr", failed, "error", err)
 			return 1
 		}
-		srv = newTLSServer(cfg, certs, ls, scfg, ecfg, netconn.Config{Limiter: limiter, Events: events, Logf: logf})
+		hub = session.NewServerHub(scfg, ecfg, timerwheel.NewMonoClock(), cfg.GCInterval)
+		ts := newTLSServer(cfg, certs, ls, hub, netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count})
+		srv, transport, conns = ts, "tls", ts.Connections
 		close(ready)
 	} else {
 		// gnet reports a failed bind obscurely (setsockopt: bad file
@@ -133,38 +160,54 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		}
-		srv = loop.New(loop.Config{
+		clock := timerwheel.NewMonoClock()
+		hub = session.NewServerHub(scfg, ecfg, clock, cfg.GCInterval)
+		gs := loop.New(loop.Config{
 			Addr:            "tcp://" + addr,
 			Loops:           loops,
-			ReadTimeout:     cfg.ReadTimeout,
-			WriteTimeout:    cfg.WriteTimeout,
 			Limiter:         limiter,
 			Events:          events,
-			AuthToken:       cfg.AuthToken,
 			GCInterval:      cfg.GCInterval,
 			ShutdownTimeout: cfg.ShutdownTimeout,
 			Logf:            logf,
 			Ready:           ready,
-			Profile:         profile,
 			GodistlockAddr:  gdAddr,
-			Version:         "dflockd-ng/" + version,
-			Engine:          ecfg,
-		}, timerwheel.NewMonoClock())
+			Count:           count,
+			Hub:             hub, // which has the session settings (scfg) and the engine
+		}, clock)
+		srv, conns = gs, gs.Connections
+	}
+	var api *httpapi.API
+	if httpL != nil {
+		api = newHTTPAPI(cfg, httpSources{hub: hub, profile: profile, fences: fences, certs: certs,
+			transport: transport, conns: conns, start: start, logf: logf})
 	}
 	warnUnbounded(log, cfg)
 
+	// One shutdown, whoever asks: a signal, or the HTTP API failing. The
+	// line protocol's server drains first (spec §D.5): its Shutdown
+	// drains the hub, so from then on /ready answers 503 and HTTP lock
+	// calls 503 draining while the TCP connections end; the HTTP API is
+	// shut down once Serve has returned, below.
+	var shutdownOnce sync.Once
+	shutdown := func() {
+		shutdownOnce.Do(func() {
+			if err := srv.Shutdown(context.Background()); err != nil {
+				log.Error("shutdown", "error", err)
+			}
+		})
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
 		log.Info("draining", "signal", sig.String(), "shutdown_timeout", cfg.ShutdownTimeout.String())
-		if err := srv.Shutdown(context.Background()); err != nil {
-			log.Error("shutdown", "error", err)
-		}
+		shutdown()
 	}()
 
 	// SIGHUP reloads what can be reloaded without dropping connections
-	// (systemd's ExecReload); without this it would end the process.
+	// (systemd's ExecReload); without this it would end the process. The
+	// HTTP API reads the same certificate store.
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
 	go func() {
@@ -173,8 +216,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	if hub != nil {
+		hub.Start()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
+	httpFailed := make(chan error, 1)
+	if api != nil {
+		go func() {
+			if err := api.Serve(httpL); err != nil {
+				httpFailed <- err
+			}
+		}()
+	}
+	var httpErr error
 	select {
 	case <-ready:
 		attrs := []any{"addr", addr, "loops", loops, "version", version, "profile", cfg.Compat}
@@ -185,16 +240,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if gdAddr != "" {
 			attrs = append(attrs, "godistlock_addr", binds[1])
 		}
+		if httpL != nil {
+			attrs = append(attrs, "http_addr", httpL.Addr().String())
+		}
 		if cfg.Cluster.RaftDir != "" {
 			attrs = append(attrs, clusterAttrs(&cfg.Cluster)...)
 		}
 		log.Info("listening", attrs...)
 		log.Debug("config", "config", fmt.Sprintf("%+v", redacted(cfg)))
-		err = <-served
+		select {
+		case err = <-served:
+		case httpErr = <-httpFailed:
+			log.Error("serve HTTP", "error", httpErr)
+			shutdown()
+			err = <-served
+		}
 	case err = <-served:
+	}
+	if api != nil {
+		// Every HTTP session is closed (its holds released as on a
+		// disconnect), then the listener; requests still running get
+		// until the shutdown timeout.
+		ctx, cancel := shutdownContext(cfg.ShutdownTimeout)
+		if e := api.Shutdown(ctx); e != nil {
+			log.Error("shutdown HTTP", "error", e)
+		}
+		cancel()
+	}
+	if hub != nil {
+		hub.Stop()
 	}
 	if err != nil {
 		log.Error("serve", "error", err)
+		return 1
+	}
+	if httpErr != nil {
 		return 1
 	}
 	log.Info("stopped")

@@ -1,11 +1,11 @@
 package main
 
 // TLS (spec §D.2): with --tls-cert and --tls-key every client listener —
-// the dflockd port and the godistlock port — speaks TLS only. gnet has no
-// TLS, so those listeners are served by package netconn (a goroutine
-// transport over net.Conn) instead of the gnet loops, over one session hub
-// whose housekeeping runs once, while it serves. Without TLS nothing here
-// runs and the gnet loops serve plain TCP (main.go).
+// the dflockd port and the godistlock port, and the HTTP API's (http.go)
+// — speaks TLS only. gnet has no TLS, so the line protocol's listeners are
+// served by package netconn (a goroutine transport over net.Conn) instead
+// of the gnet loops, over the session hub main builds and runs. Without
+// TLS nothing here runs and the gnet loops serve plain TCP (main.go).
 
 import (
 	"context"
@@ -14,10 +14,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/session"
-	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/tlscert"
 )
 
@@ -100,7 +98,6 @@ func listenAll(addrs []string) ([]net.Listener, string, error) {
 // blocks until Shutdown has ended every connection; Shutdown drains
 // (spec §D.5) and closes the listeners.
 type tlsServer struct {
-	hub       *session.Hub
 	srv       *netconn.Server
 	listeners []net.Listener     // the dflockd listener, then godistlock's if any
 	protos    []session.Protocol // of each listener
@@ -110,18 +107,16 @@ type tlsServer struct {
 }
 
 // newTLSServer serves ls — the dflockd listener, then the godistlock one
-// if there is one — over TLS with certs, on a hub of its own built from
-// scfg and ecfg. ncfg gives the connection caps, the log and the event
-// log; the handshake gets the read timeout, under which dflockd's lazy
-// handshake runs.
-func newTLSServer(cfg Config, certs *tlscert.Store, ls []net.Listener, scfg session.Config, ecfg engine.Config,
-	ncfg netconn.Config) *tlsServer {
-	hub := session.NewServerHub(scfg, ecfg, timerwheel.NewMonoClock(), cfg.GCInterval)
+// if there is one — over TLS with certs, on hub, whose housekeeping its
+// owner runs (main: the HTTP API shares the hub). ncfg gives the
+// connection caps, the log, the event log and the request counting; the
+// handshake gets the read timeout, under which dflockd's lazy handshake
+// runs.
+func newTLSServer(cfg Config, certs *tlscert.Store, ls []net.Listener, hub *session.Hub, ncfg netconn.Config) *tlsServer {
 	ncfg.TLS = certs.Config()
 	ncfg.HandshakeTimeout = cfg.ReadTimeout
 	ncfg.QuietInterval = cfg.GCInterval // when the gnet loops look, too
 	return &tlsServer{
-		hub:             hub,
 		srv:             netconn.New(hub, ncfg),
 		listeners:       ls,
 		protos:          []session.Protocol{session.Dflockd, session.Godistlock}[:len(ls)],
@@ -130,12 +125,9 @@ func newTLSServer(cfg Config, certs *tlscert.Store, ls []net.Listener, scfg sess
 	}
 }
 
-// Serve runs the hub's housekeeping and serves every listener until
-// Shutdown. A listener that fails otherwise closes the server and its
-// error is returned.
+// Serve serves every listener until Shutdown. A listener that fails
+// otherwise closes the server and its error is returned.
 func (s *tlsServer) Serve() error {
-	s.hub.Start()
-	defer s.hub.Stop()
 	errs := make(chan error, len(s.listeners))
 	for i, l := range s.listeners {
 		go func() { errs <- s.srv.Serve(l, s.protos[i]) }()
@@ -153,6 +145,9 @@ func (s *tlsServer) Serve() error {
 	<-s.shut // the listeners closed for a drain: wait for it to end
 	return nil
 }
+
+// Connections reports open TLS connections.
+func (s *tlsServer) Connections() int { return s.srv.Connections() }
 
 // Shutdown drains: new requests get error_draining and a close (v1:
 // connections go on being served), the listeners close, and the

@@ -125,8 +125,8 @@ func (s *setting) defaultText(defaults *Config) string {
 // feature names the missing feature in the help table.
 func (u *unsupportedFlag) feature() string {
 	switch u.reason {
-	case reasonHTTP:
-		return "HTTP API"
+	case reasonSSE:
+		return "HTTP SSE signal routes"
 	case reasonCluster:
 		return "cluster mode"
 	}

@@ -7,27 +7,44 @@ import (
 )
 
 // warnUnbounded prints dflockd v2's startup warnings (spec §E.2): when the
-// server listens on anything but loopback, every limit left unbounded and
-// a missing auth token is a way for the network to exhaust or take over
-// the server, so the operator is told which.
+// server listens on anything but loopback (its --host, or --http-host with
+// the HTTP API on), every limit left unbounded and a missing auth token is
+// a way for the network to exhaust or take over the server, so the
+// operator is told which. The HTTP API's caps count only when it is on.
 func warnUnbounded(log *slog.Logger, cfg Config) {
-	if loopbackOnly(cfg.Host) {
+	host, wide := cfg.Host, !loopbackOnly(cfg.Host)
+	if cfg.HTTP.Port != 0 && !wide {
+		h, _, _ := net.SplitHostPort(httpAddr(cfg))
+		if !loopbackOnly(h) {
+			host, wide = h, true // the HTTP API is what the network reaches
+		}
+	}
+	if !wide {
 		return
 	}
 	if cfg.AuthToken == "" {
 		log.Warn("no auth token: anyone who can reach the server can take and release its locks",
-			"host", cfg.Host, "fix", "--auth-token or --auth-token-file")
+			"host", host, "fix", "--auth-token or --auth-token-file")
 	}
-	for _, l := range []struct {
+	type limit struct {
 		flag  string
 		value int
-	}{
+	}
+	limits := []limit{
 		{"--max-connections", cfg.MaxConnections},
 		{"--max-connections-per-ip", cfg.MaxConnsPerIP},
 		{"--max-waiters", cfg.MaxWaiters},
-	} {
+	}
+	if cfg.HTTP.Port != 0 {
+		limits = append(limits,
+			limit{"--http-max-sessions", cfg.HTTP.MaxSessions},
+			limit{"--http-max-sessions-per-ip", cfg.HTTP.MaxSessionsPerIP},
+			limit{"--http-max-connections-per-ip", cfg.HTTP.MaxConnsPerIP},
+			limit{"--http-rate-limit-per-ip", cfg.HTTP.RateLimitPerIP})
+	}
+	for _, l := range limits {
 		if l.value == 0 {
-			log.Warn("limit unbounded on a non-loopback address", "flag", l.flag, "host", cfg.Host)
+			log.Warn("limit unbounded on a non-loopback address", "flag", l.flag, "host", host)
 		}
 	}
 }

@@ -1,0 +1,170 @@
+package main
+
+// The HTTP API (spec §F.2): with --http-port the server also serves
+// package httpapi, on a listener of its own, over the hub the TCP (or TLS)
+// clients are served by: an HTTP session is an engine session with a
+// connection id from the same space, queued in the same FIFOs. /metrics
+// (package metrics) is served there, as in dflockd v2. With --tls-cert the
+// HTTP listener speaks HTTPS with the same certificate store, so one
+// SIGHUP reloads both.
+//
+// Not in cluster mode: httpapi opens sessions and runs commands with
+// Hub.OpenEndpoint and Hub.Apply, which a cluster hub (whose commands go
+// through the raft log) does not have; LoadConfig refuses the combination.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/httpapi"
+	"github.com/dflockd-ng/dflockd/metrics"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/tlscert"
+)
+
+// HTTPConfig is the HTTP API part of the configuration (spec §E.2, the
+// --http-* flags, with dflockd v2's defaults).
+type HTTPConfig struct {
+	Port int    // --http-port, DFLOCKD_HTTP_PORT: 0 = no HTTP API, else 1..65535
+	Host string // --http-host, DFLOCKD_HTTP_HOST: "" = Config.Host
+	// SessionIdleTimeout: --http-session-idle-timeout,
+	// DFLOCKD_HTTP_SESSION_IDLE_S, 20 s, >= 0 (0 = httpapi's default, 20 s).
+	SessionIdleTimeout time.Duration
+	MaxSessions        int // --http-max-sessions, 0 = no cap
+	MaxSessionsPerIP   int // --http-max-sessions-per-ip, 0 = no cap
+	MaxConnsPerIP      int // --http-max-connections-per-ip, 0 = no cap
+	RateLimitPerIP     int // --http-rate-limit-per-ip: requests a second, 0 = no limit
+	RateLimitBurst     int // --http-rate-limit-burst, 0 = the rate
+	// CORSAllowedOrigins: --http-cors-allowed-origins, comma-separated,
+	// "*" = any, "" = no CORS. Kept as written so that Config stays
+	// comparable; corsOrigins splits it.
+	CORSAllowedOrigins string
+}
+
+// checkHTTP refuses what cannot be served: the HTTP API on a port another
+// listener of this server takes (dflockd v2 refuses --http-port equal to
+// --port as well), and in cluster mode (see the file comment).
+func checkHTTP(cfg *Config) error {
+	h := &cfg.HTTP
+	if h.Port == 0 {
+		return nil
+	}
+	var errs []error
+	if h.Port == cfg.Port {
+		errs = append(errs, errors.New("--http-port (DFLOCKD_HTTP_PORT) must differ from --port (DFLOCKD_PORT)"))
+	}
+	if h.Port == cfg.GodistlockPort {
+		errs = append(errs, errors.New("--http-port (DFLOCKD_HTTP_PORT) must differ from --godistlock-port (DFLOCKD_GODISTLOCK_PORT)"))
+	}
+	if cfg.Cluster.RaftDir != "" {
+		errs = append(errs, errors.New("--http-port: the HTTP API is not served in cluster mode (--raft-dir) by dflockd-ng yet; "+
+			"cluster members serve the line protocol on --port only: remove --http-port"))
+	}
+	return errors.Join(errs...)
+}
+
+// httpAddr is the address the HTTP API listens on.
+func httpAddr(cfg Config) string {
+	host := cfg.HTTP.Host
+	if host == "" {
+		host = cfg.Host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(cfg.HTTP.Port))
+}
+
+// corsOrigins splits --http-cors-allowed-origins: comma-separated, white
+// space around each origin and empty items dropped, as dflockd does.
+func corsOrigins(list string) []string {
+	var out []string
+	for _, o := range strings.Split(list, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// httpSources is what the HTTP API serves besides the hub's sessions and
+// locks: the stats document, the metrics' sources, the TLS certificate.
+type httpSources struct {
+	hub     *session.Hub
+	profile parse.Profile
+	fences  *fence.Allocator
+	certs   *tlscert.Store // nil: plain HTTP
+	// transport names the line protocol's transport in the metrics
+	// ("tcp" or "tls") and conns counts its connections.
+	transport string
+	conns     func() int
+	start     time.Time
+	logf      func(format string, args ...any)
+}
+
+// newHTTPAPI builds the HTTP API of cfg over src.hub, with /metrics over
+// the whole server.
+func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
+	var api *httpapi.API
+	reg := metrics.NewRegistry(metrics.Sources{
+		Engine: src.hub.Engine(),
+		Hub:    src.hub,
+		Fences: src.fences,
+		Transports: map[string]func() int{
+			src.transport: src.conns,
+			// api is set below, before anything serves a scrape.
+			"http": func() int { return api.Sessions() },
+		},
+		Ready: func() bool { return !src.hub.Draining() },
+		Start: src.start,
+	})
+	acfg := httpapi.Config{
+		AuthToken:           cfg.AuthToken,
+		SessionIdleTimeout:  cfg.HTTP.SessionIdleTimeout,
+		MaxSessions:         cfg.HTTP.MaxSessions,
+		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
+		MaxConnectionsPerIP: cfg.HTTP.MaxConnsPerIP,
+		RateLimitPerIP:      float64(cfg.HTTP.RateLimitPerIP),
+		RateLimitBurst:      cfg.HTTP.RateLimitBurst,
+		CORSAllowedOrigins:  corsOrigins(cfg.HTTP.CORSAllowedOrigins),
+		Stats:               statsDocument(src.hub, src.profile),
+		Metrics:             promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Registerer:          reg,
+		Logf:                src.logf,
+	}
+	if src.certs != nil {
+		acfg.TLS = src.certs.Config()
+	}
+	api = httpapi.New(src.hub, acfg)
+	return api
+}
+
+// statsDocument returns GET /v1/stats: the document the line protocol's
+// stats command answers after "ok " (session's appendStats), in the
+// server's profile: the five keys of v1 and v2, every array under rf.
+func statsDocument(hub *session.Hub, profile parse.Profile) func() []byte {
+	return func() []byte {
+		now := hub.Clock().Now()
+		var st *parse.Stats
+		if profile == parse.ProfileRF {
+			st = hub.Engine().Stats(now, hub.Connections())
+		} else {
+			st = hub.Engine().LockStats(now, hub.Connections())
+		}
+		return parse.AppendStats(nil, st, profile)
+	}
+}
+
+// shutdownContext bounds a shutdown step by --shutdown-timeout (0 =
+// unbounded).
+func shutdownContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithTimeout(context.Background(), timeout)
+}
