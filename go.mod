@@ -32,6 +32,7 @@ require (
 	github.com/coreos/etcd v3.3.27+incompatible // indirect
 	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
 	github.com/coreos/pkg v0.0.0-20220810130054-c7d1c02cb6cf // indirect
+	github.com/dflockd-ng/dflockd/client v0.0.0-00010101000000-000000000000
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.2 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.0 // indirect
@@ -58,3 +59,5 @@ require (
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
+
+replace github.com/dflockd-ng/dflockd/client => ./client

@@ -1,0 +1,3 @@
+module github.com/dflockd-ng/dflockd/client
+
+go 1.26.8
