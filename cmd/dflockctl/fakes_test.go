@@ -43,7 +43,7 @@ func TestTLSOptions(t *testing.T) {
 	}).Addr()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
-	os.WriteFile(ca, cert.CertPEM, 0o600)
+	os.WriteFile(ca, cert.CAPEM, 0o600)
 	expectOut(t, run(t, nil, "--tls-ca", ca, "--server", addr, "ping"), 0, "ok\n", "ping over TLS")
 	expectOut(t, run(t, nil, "counter", "incr", "n", "--server", addr, "--tls-ca", ca), 0, "1\n", "TLS options after the command")
 	expectOut(t, run(t, nil, "--tls-insecure", "--server", addr, "ping"), 0, "ok\n", "--tls-insecure")

@@ -66,6 +66,11 @@ func NewCA(t testing.TB, name string) *CA {
 	return &CA{Cert: cert, Key: key, Pool: pool}
 }
 
+// PEM returns the CA's certificate, PEM-encoded (a client's CA file).
+func (ca *CA) PEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+}
+
 // Leaf makes a server certificate for 127.0.0.1 named name (its Common
 // Name) with a serial number of its own.
 func (ca *CA) Leaf(t testing.TB, name string) *Leaf {
