@@ -16,6 +16,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/quietrelease"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
@@ -88,8 +89,8 @@ type Server struct {
 	}
 	loopList []*loopState // by read-timer target index; filled by loopFor (guarded by mu)
 	conns    atomic.Int64
-	gdPort   int            // local port of the godistlock listener, 0 = none
-	quiet    *quietReleaser // OnTick's only
+	gdPort   int                    // local port of the godistlock listener, 0 = none
+	quiet    *quietrelease.Releaser // OnTick's only
 }
 
 // New builds the engine, the session hub and the server.
@@ -106,7 +107,7 @@ func New(cfg Config, clock timerwheel.Clock) *Server {
 	if cfg.Limiter == nil {
 		cfg.Limiter = &conncap.Limiter{Max: cfg.MaxConnections}
 	}
-	s := &Server{cfg: cfg, clock: clock, quiet: newQuietReleaser()}
+	s := &Server{cfg: cfg, clock: clock, quiet: quietrelease.New()}
 	s.mu.loops = make(map[gnet.EventLoop]*loopState)
 	s.hub = cfg.Hub
 	if s.hub == nil {
@@ -265,7 +266,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 // OnTick runs on gnet's ticker goroutine: the heap handed back once the
 // server is quiet. (The hub's housekeeping prunes idle keys.)
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	s.quiet.tick(s.traffic())
+	s.quiet.Tick(s.traffic())
 	return s.cfg.GCInterval, gnet.None
 }
 

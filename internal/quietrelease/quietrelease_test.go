@@ -1,15 +1,15 @@
-package loop
+package quietrelease
 
 import "testing"
 
-func TestQuietReleaserReleasesOncePerQuietSpell(t *testing.T) {
+func TestReleasesOncePerQuietSpell(t *testing.T) {
 	releases := 0
-	q := &quietReleaser{release: func() { releases++ }}
+	q := &Releaser{release: func() { releases++ }}
 	step := func(traffic uint64, want int) {
 		t.Helper()
-		q.tick(traffic)
+		q.Tick(traffic)
 		if releases != want {
-			t.Fatalf("after tick(%d): %d releases, want %d", traffic, releases, want)
+			t.Fatalf("after Tick(%d): %d releases, want %d", traffic, releases, want)
 		}
 	}
 	step(10, 0) // traffic moved: busy
