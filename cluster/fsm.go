@@ -52,6 +52,9 @@ type FSM struct {
 	// two deliveries, never during one: after it, nothing more arrives.
 	deliverMu sync.Mutex
 
+	// entryMu is held while an entry applies, so that Applied reads an
+	// index and the state that entry left together.
+	entryMu sync.Mutex
 	// mu guards the fields below against readers outside the apply
 	// goroutine (stats, digests, the leader's clock); apply holds it
 	// for writing only to swap the engine and to update maps.
@@ -63,6 +66,15 @@ type FSM struct {
 	epoch  uint64             // epochs promoted so far
 	conns  map[uint64]engine.SessionID
 	ids    map[engine.SessionID]uint64
+	// parked holds the connections whose request waits in the engine
+	// (a lock wait, a blocking pop, …), each with the encoded requests
+	// it sent behind that one. A session pipelines requests into the
+	// log, but a dflockd connection runs its requests one after the
+	// other: one that waits holds back the rest, which run, in order,
+	// when its late reply comes, in the same apply on every replica.
+	parked map[uint64][]byte
+	// index is that of the last entry applied.
+	index uint64
 
 	fx, tfx engine.Effects // apply's scratch
 	// applied, if set, is called after each batch: a leader's proposer
@@ -75,7 +87,8 @@ type FSM struct {
 // the log's Init.
 func NewFSM(local engine.Config, out Output) *FSM {
 	return &FSM{local: local, out: out,
-		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64)}
+		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64),
+		parked: make(map[uint64][]byte)}
 }
 
 // Engine returns the current replica of the engine (nil before Init), for
@@ -112,14 +125,18 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	res := make([]any, len(logs))
 	for i, l := range logs {
-		if l.Type != raft.LogCommand {
-			continue
+		f.entryMu.Lock()
+		if l.Type == raft.LogCommand {
+			b, err := DecodeBatch(l.Data)
+			if err != nil {
+				panic(fmt.Sprintf("cluster: entry %d: %v (a replica must not skip what the others applied)", l.Index, err))
+			}
+			res[i] = f.applyBatch(&b)
 		}
-		b, err := DecodeBatch(l.Data)
-		if err != nil {
-			panic(fmt.Sprintf("cluster: entry %d: %v (a replica must not skip what the others applied)", l.Index, err))
-		}
-		res[i] = f.applyBatch(&b)
+		f.mu.Lock()
+		f.index = l.Index
+		f.mu.Unlock()
+		f.entryMu.Unlock()
 	}
 	if f.applied != nil {
 		f.applied()
@@ -164,11 +181,17 @@ func (f *FSM) applyBatch(b *Batch) any {
 			if f.eng == nil || op.Conn>>32 != f.epoch {
 				continue // from an epoch already closed
 			}
+			if q, ok := f.parked[op.Conn]; ok {
+				f.mu.Lock()
+				f.parked[op.Conn] = appendOp(q, op) // after the one that waits
+				f.mu.Unlock()
+				continue
+			}
 			sid := f.session(op.Conn, now)
 			f.run(op.Conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req})
 		case OpClose:
 			if sid, ok := f.conns[op.Conn]; ok {
-				f.forget(op.Conn, sid)
+				f.forget(op.Conn, sid) // and what it had parked
 				f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, At: now})
 			}
 		case OpCancel:
@@ -201,6 +224,7 @@ func (f *FSM) forget(conn uint64, sid engine.SessionID) {
 	f.mu.Lock()
 	delete(f.conns, conn)
 	delete(f.ids, sid)
+	delete(f.parked, conn)
 	f.mu.Unlock()
 }
 
@@ -228,6 +252,65 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 func (f *FSM) run(conn uint64, c *engine.Command) {
 	f.fx.Reset()
 	r := f.eng.Apply(c, &f.fx)
+	if r.Blocked && c.Kind == engine.KindRequest {
+		f.mu.Lock()
+		f.parked[conn] = nil // what it sends next waits for its reply
+		f.mu.Unlock()
+	}
+	// Late replies end waits: the requests parked behind them run next,
+	// after this command's outcome is delivered.
+	var resume []uint64
+	for i := range f.fx.List {
+		e := &f.fx.List[i]
+		if e.Group != nil || e.Result.Kind == engine.KindPush {
+			continue
+		}
+		if pc, ok := f.ids[e.To]; ok {
+			if _, ok := f.parked[pc]; ok {
+				resume = append(resume, pc)
+			}
+		}
+	}
+	f.deliver(conn, &r)
+	for _, pc := range resume {
+		f.unpark(pc, c.At)
+	}
+}
+
+// unpark runs what connection conn sent behind its request that waited,
+// until one of them waits in turn (the rest stay parked behind it).
+func (f *FSM) unpark(conn uint64, now timerwheel.Instant) {
+	q, ok := f.parked[conn]
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	delete(f.parked, conn)
+	f.mu.Unlock()
+	d := decoder{b: q}
+	for len(d.b) > 0 {
+		op := d.op()
+		if d.err != nil {
+			panic(fmt.Sprintf("cluster: parked requests of connection %#x: %v", conn, d.err))
+		}
+		sid, ok := f.conns[conn]
+		if !ok {
+			return // closed meanwhile (cannot happen within one apply; defensive)
+		}
+		f.run(conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req})
+		if _, again := f.parked[conn]; again {
+			f.mu.Lock()
+			f.parked[conn] = append(f.parked[conn], d.b...)
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// deliver hands a command's reply (for connection conn) and its effects
+// to the output, translated to this node's connection numbers.
+func (f *FSM) deliver(conn uint64, rp *engine.Result) {
+	r := *rp
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()
 	mine := f.deliverEpoch.Load()
@@ -275,6 +358,15 @@ func (f *FSM) localID(sid engine.SessionID, mine uint64) (engine.SessionID, bool
 // Digest is a hash of the whole replicated state: equal on every replica
 // that applied the same entries.
 func (f *FSM) Digest() [sha256.Size]byte {
+	_, d := f.Applied()
+	return d
+}
+
+// Applied returns the index of the last entry applied and the digest of
+// the state it left, read together.
+func (f *FSM) Applied() (uint64, [sha256.Size]byte) {
+	f.entryMu.Lock()
+	defer f.entryMu.Unlock()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	h := sha256.New()
@@ -282,12 +374,13 @@ func (f *FSM) Digest() [sha256.Size]byte {
 	buf = binary.AppendVarint(buf, int64(f.now))
 	buf = binary.AppendUvarint(buf, f.epoch)
 	buf = appendConns(buf, f.conns)
+	buf = appendParked(buf, f.parked)
 	if f.eng != nil {
 		d := f.eng.Digest()
 		buf = append(buf, d[:]...)
 	}
 	h.Write(buf)
-	return [sha256.Size]byte(h.Sum(nil))
+	return f.index, [sha256.Size]byte(h.Sum(nil))
 }
 
 func appendConns(buf []byte, conns map[uint64]engine.SessionID) []byte {
@@ -304,9 +397,32 @@ func appendConns(buf []byte, conns map[uint64]engine.SessionID) []byte {
 	return buf
 }
 
+// appendParked appends the parked connections, in connection order, each
+// with the requests held behind its wait.
+func appendParked(buf []byte, parked map[uint64][]byte) []byte {
+	keys := make([]uint64, 0, len(parked))
+	for c := range parked {
+		keys = append(keys, c)
+	}
+	slices.Sort(keys)
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	for _, c := range keys {
+		buf = binary.AppendUvarint(buf, c)
+		buf = binary.AppendUvarint(buf, uint64(len(parked[c])))
+		buf = append(buf, parked[c]...)
+	}
+	return buf
+}
+
 // snapMagic starts an FSM snapshot: then the cluster clock, the epoch,
-// the Init (as an op), the connection map and the engine's snapshot.
-const snapMagic = "DFLKCLU\x01"
+// the index of the last entry applied, the Init (as an op), the
+// connection map, the parked connections and the engine's snapshot.
+// snapMagicV1, the first format, has neither the index nor parked
+// connections (its sessions had one request in the log at a time).
+const (
+	snapMagic   = "DFLKCLU\x02"
+	snapMagicV1 = "DFLKCLU\x01"
+)
 
 // Snapshot captures the state on the apply goroutine (no apply runs
 // meanwhile); Persist writes the captured bytes while applies go on.
@@ -316,12 +432,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	buf := []byte(snapMagic)
 	buf = binary.AppendVarint(buf, int64(f.now))
 	buf = binary.AppendUvarint(buf, f.epoch)
+	buf = binary.AppendUvarint(buf, f.index)
 	if !f.inited {
 		return snapshot(append(buf, 0)), nil
 	}
 	buf = append(buf, 1)
 	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
 	buf = appendConns(buf, f.conns)
+	buf = appendParked(buf, f.parked)
 	var w bytes.Buffer
 	w.Write(buf)
 	if err := f.eng.Snapshot(&w); err != nil {
@@ -349,16 +467,22 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(data, []byte(snapMagic)) {
+	v1 := bytes.HasPrefix(data, []byte(snapMagicV1))
+	if !v1 && !bytes.HasPrefix(data, []byte(snapMagic)) {
 		return fmt.Errorf("cluster: not a snapshot of this format")
 	}
 	d := decoder{b: data[len(snapMagic):]}
 	now := timerwheel.Instant(d.varint())
 	epoch := d.uvarint()
+	var index uint64
+	if !v1 {
+		index = d.uvarint()
+	}
 	inited := d.byte() == 1
 	var init Init
 	conns := make(map[uint64]engine.SessionID)
 	ids := make(map[engine.SessionID]uint64)
+	parked := make(map[uint64][]byte)
 	var eng *engine.Engine
 	if inited {
 		op := d.op()
@@ -370,6 +494,18 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			c, sid := d.uvarint(), engine.SessionID(d.uvarint())
 			conns[c], ids[sid] = sid, c
+		}
+		if !v1 {
+			n := d.uvarint()
+			for i := uint64(0); i < n && d.err == nil; i++ {
+				c, n := d.uvarint(), d.uvarint()
+				if n > uint64(len(d.b)) {
+					d.fail("parked requests")
+					break
+				}
+				parked[c] = append([]byte(nil), d.b[:n]...)
+				d.b = d.b[n:]
+			}
 		}
 		if d.err != nil {
 			return fmt.Errorf("cluster: snapshot: %w", d.err)
@@ -383,7 +519,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: snapshot: damaged header")
 	}
 	f.mu.Lock()
-	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids = eng, init, inited, now, epoch, conns, ids
+	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids, f.parked = eng, init, inited, now, epoch, conns, ids, parked
+	f.index = index
 	f.mu.Unlock()
 	return nil
 }

@@ -176,6 +176,14 @@ func (n *Node) Leader() (raft.ServerID, raft.ServerAddress) {
 // LeaderAddr returns the leader's client address, "" when unknown.
 func (n *Node) LeaderAddr() string {
 	id, _ := n.Leader()
+	return n.clientAddr(id)
+}
+
+// clientAddr returns a member's client address, "" when unknown.
+func (n *Node) clientAddr(id raft.ServerID) string {
+	if id == "" {
+		return ""
+	}
 	return n.cfg.ClientAddrs[id]
 }
 

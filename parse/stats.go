@@ -23,6 +23,35 @@ type Stats struct {
 	SignalChannels []SignalStat
 	WatchChannels  []WatchStat
 	Barriers       []BarrierStat
+	// Cluster is a cluster member's view of its cluster (nil on a
+	// single node).
+	Cluster *ClusterStats
+}
+
+// ClusterStats is the "cluster" object of a cluster member's stats (spec
+// §F.1 V2C): who it is, its role and term, whom it follows, how far its
+// log and replica are, and the voters. AppliedIndex and StateDigest are
+// read together: two members that report the same index report the same
+// digest, unless their replicas diverged.
+type ClusterStats struct {
+	NodeID        string         `json:"node_id"`
+	Role          string         `json:"role"` // leader, follower, candidate, shutdown
+	Term          uint64         `json:"term"`
+	LeaderID      string         `json:"leader_id"`
+	LeaderAddr    string         `json:"leader_addr"` // the leader's client address
+	CommitIndex   uint64         `json:"commit_index"`
+	LastLogIndex  uint64         `json:"last_log_index"`
+	SnapshotIndex uint64         `json:"snapshot_index"`
+	AppliedIndex  uint64         `json:"applied_index"`
+	StateDigest   string         `json:"state_digest"`
+	Voters        []ClusterVoter `json:"voters"`
+}
+
+// ClusterVoter is a voting member.
+type ClusterVoter struct {
+	NodeID     string `json:"node_id"`
+	RaftAddr   string `json:"raft_addr"`
+	ClientAddr string `json:"client_addr"`
 }
 
 // LockStat: Fence is shown by the rf profile only.
@@ -109,6 +138,7 @@ type statsDocRF struct {
 	SignalChannels []SignalStat  `json:"signal_channels"`
 	WatchChannels  []WatchStat   `json:"watch_channels"`
 	Barriers       []BarrierStat `json:"barriers"`
+	Cluster        *ClusterStats `json:"cluster,omitempty"`
 }
 
 // statsDocV2 is the document of dflockd v1.10 and v2: these five keys
@@ -119,6 +149,8 @@ type statsDocV2 struct {
 	Semaphores     []SemStat  `json:"semaphores"`
 	IdleLocks      []IdleStat `json:"idle_locks"`
 	IdleSemaphores []IdleStat `json:"idle_semaphores"`
+	// Cluster: a cluster member's extra object (V2C).
+	Cluster *ClusterStats `json:"cluster,omitempty"`
 }
 
 // AppendStats appends the stats document of profile p (one line, no LF):
@@ -133,11 +165,11 @@ func AppendStats(dst []byte, st *Stats, p Profile) []byte {
 			Connections: st.Connections, Locks: st.Locks, Semaphores: st.Semaphores, RWLocks: st.RWLocks,
 			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores, Counters: st.Counters,
 			KVEntries: st.KVEntries, Lists: st.Lists, SignalChannels: nilIfEmpty(st.SignalChannels),
-			WatchChannels: nilIfEmpty(st.WatchChannels), Barriers: st.Barriers,
+			WatchChannels: nilIfEmpty(st.WatchChannels), Barriers: st.Barriers, Cluster: st.Cluster,
 		}
 	} else {
 		doc = &statsDocV2{Connections: st.Connections, Locks: withoutFences(st.Locks), Semaphores: st.Semaphores,
-			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores}
+			IdleLocks: st.IdleLocks, IdleSemaphores: st.IdleSemaphores, Cluster: st.Cluster}
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)

@@ -26,6 +26,8 @@ type Replica interface {
 	// LeaderAddr is the leader's client address for redirects, "" when
 	// unknown.
 	LeaderAddr() string
+	// ClusterStats is the "cluster" object of stats.
+	ClusterStats() *parse.ClusterStats
 }
 
 // NewClusterHub returns the hub of a cluster node's sessions. Its
@@ -52,17 +54,86 @@ func (h *Hub) openID(now timerwheel.Instant) engine.SessionID {
 	}
 }
 
-// submit proposes a session's request: its result is late (Blocked), or
-// error_not_leader at once on a node that does not lead.
+// maxAwaiting bounds the requests a session has in the log at once (and
+// so what the replicated state may hold parked behind one that waits).
+const maxAwaiting = 128
+
+// submit proposes a request to the log. Several may be in flight: the
+// session goes on parsing what the client pipelined (up to maxAwaiting),
+// and the replies come back in log order, which is the order they were
+// sent. On a node that does not lead, the answer is error_not_leader, at
+// once if nothing is in flight, else after what is (retry).
 //
 // The request is taken by value: its address goes to an interface and so
-// escapes, and a pointer into the caller's command would move every
-// command of the single-node path to the heap.
-func (h *Hub) submit(s *Session, kind engine.Kind, req parse.Request) engine.Result {
-	if kind != engine.KindRequest || h.replica.Submit(uint32(s.id), &req) != nil {
-		return h.notLeader()
+// escapes, and a pointer to exec's request would move every request of
+// the single-node path to the heap.
+func (s *Session) submit(out []byte, req parse.Request) []byte {
+	if s.hub.replica.Submit(uint32(s.id), &req) != nil {
+		if s.awaiting > 0 {
+			s.retry = true
+			return out
+		}
+		nl := s.hub.notLeader()
+		s.countReply(nl.Status)
+		return appendResult(out, &nl, false)
 	}
-	return engine.Result{Blocked: true}
+	s.awaiting++
+	if s.awaiting >= maxAwaiting {
+		s.waitForLog()
+	}
+	return out
+}
+
+// toLog reports whether exec would submit a request (rather than answer
+// it on this node): only such requests may overtake replies still to
+// come from the log, since theirs come back in order after them.
+func (s *Session) toLog(req *parse.Request, err error) bool {
+	if err != nil || !s.authed || (s.hub.draining.Load() && s.hub.cfg.Profile != parse.ProfileV1) {
+		return false
+	}
+	switch req.Op {
+	case parse.OpPing, parse.OpBarrier, parse.OpAuth, parse.OpStableRef, parse.OpStats:
+		return false
+	}
+	return true
+}
+
+// waitForLog stops parsing until the replies of the requests in the log
+// have come back. Reading stops too: a client that half-closes after its
+// last request (nc -N, nc -q1) must still get the replies, so the EOF is
+// not read before them, as under v1 (v1.go).
+func (s *Session) waitForLog() {
+	s.blocked = true
+	if !s.readOff {
+		s.pauseWhileBlocked()
+	}
+}
+
+// deliverFromLog writes the reply of the oldest request in the log, or,
+// for a demotion's error_not_leader, answers every request still there
+// with it; then parsing resumes once nothing is left in flight.
+func (s *Session) deliverFromLog(r engine.Result) {
+	if s.awaiting == 0 {
+		return // a demotion notice for a session with nothing in the log
+	}
+	n := 1
+	if r.Status == parse.StatusErrorNotLeader {
+		n = s.awaiting // the engine never answers that: a demotion
+	}
+	s.flushPushes()
+	sc := s.t.Scratch()
+	out := sc.Out[:0]
+	rf := s.hub.cfg.Profile == parse.ProfileRF
+	for range n {
+		s.countReply(r.Status)
+		out = appendResult(out, &r, rf)
+	}
+	s.write(out)
+	sc.Out = out[:0]
+	s.awaiting -= n
+	if s.awaiting == 0 && s.blocked {
+		s.unblock(s.hub.clock.Now())
+	}
 }
 
 // notLeader is the error_not_leader reply, naming the leader if known.
@@ -132,11 +203,17 @@ func (h *Hub) statsOf(all bool, now timerwheel.Instant) *parse.Stats {
 		// engine, with its empty arrays.
 		e = engine.New(engine.Config{Profile: h.cfg.Profile, Shards: 1})
 	}
+	var st *parse.Stats
 	if h.replica != nil {
 		now = h.replica.Now() // the replica's time is the log's
 	}
 	if all {
-		return e.Stats(now, h.Connections())
+		st = e.Stats(now, h.Connections())
+	} else {
+		st = e.LockStats(now, h.Connections())
 	}
-	return e.LockStats(now, h.Connections())
+	if h.replica != nil {
+		st.Cluster = h.replica.ClusterStats()
+	}
+	return st
 }

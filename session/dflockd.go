@@ -60,9 +60,20 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		off += n
 		frames++
 		out, stop = s.exec(out, f, now)
+		if s.retry {
+			// Answered here, it would overtake the replies still to
+			// come from the log: it runs again once they are written.
+			s.retry = false
+			off -= n
+			frames--
+			break
+		}
 		if stop {
 			break
 		}
+	}
+	if s.awaiting > 0 && !s.blocked {
+		s.waitForLog()
 	}
 	if !s.discarding && !s.blocked && !s.closing && !stop {
 		s.noteProgress(buf[off:], frames, now)
@@ -114,6 +125,10 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
 		req.Op = parse.OpUnknown
 	}
+	if s.awaiting > 0 && !s.toLog(&req, err) {
+		s.retry = true
+		return out, false
+	}
 	s.countRequest(req.Op)
 	if !s.authed {
 		return s.authenticate(out, &req, err, now), false
@@ -157,16 +172,15 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	case parse.OpStats:
 		return s.appendStats(out, now), false
 	}
+	if s.hub.replica != nil {
+		return s.submit(out, req), false
+	}
 	cmd := engine.Command{Kind: engine.KindRequest, Session: s.id, At: now, Req: req}
 	s.ownArgs(&cmd.Req)
 	r, receivers := s.apply(&cmd)
 	if r.Blocked {
 		s.blocked = true
-		if profile == parse.ProfileV1 || s.hub.replica != nil {
-			// In a cluster every request waits for its log entry: a
-			// client that half-closes after its last request (nc -N,
-			// nc -q1) must still get the replies, so the EOF is not
-			// read before them, as under v1 (v1.go).
+		if profile == parse.ProfileV1 {
 			s.pauseWhileBlocked()
 		}
 		return out, false
@@ -234,9 +248,11 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 // deliver writes the late reply of a parked request and resumes parsing
 // whatever was pipelined behind it.
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
+	if s.hub.replica != nil {
+		s.deliverFromLog(r)
+		return
+	}
 	if !s.blocked {
-		// A cluster node that stopped leading answers every session it
-		// may have left waiting (Hub.Demoted); the others drop that.
 		return
 	}
 	s.flushPushes()

@@ -56,6 +56,11 @@ type Session struct {
 	paused       bool
 	pauseRecheck int64 // ms between drain checks while paused
 	readOff      bool  // v1: reading stopped while a request waits (v1.go)
+	// awaiting counts, in cluster mode, the requests this session put in
+	// the log whose replies have not come back (cluster.go); retry is
+	// set by exec for a frame that must wait for them.
+	awaiting int
+	retry    bool
 	// backlog tracks unread pushes (pushes.go).
 	backlog pushBacklog
 
@@ -259,9 +264,6 @@ func (s *Session) noteProgress(partial []byte, frames int, now timerwheel.Instan
 // the command's result and, for a signal, the receivers its pushes
 // reached.
 func (s *Session) apply(c *engine.Command) (engine.Result, int) {
-	if s.hub.replica != nil {
-		return s.hub.submit(s, c.Kind, c.Req), 0
-	}
 	sc := s.t.Scratch()
 	r := s.hub.eng.Apply(c, &sc.Fx)
 	n := 0

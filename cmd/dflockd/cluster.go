@@ -161,6 +161,7 @@ func (r *replica) Engine() *engine.Engine                       { return r.node.
 func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
 func (r *replica) Leading() bool                                { return r.node.Leading() }
 func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
+func (r *replica) ClusterStats() *parse.ClusterStats            { return r.node.ClusterStats() }
 
 // clusterServer is a cluster member as main drives a server: Serve until
 // Shutdown, which hands leadership over, drains the clients and stops
