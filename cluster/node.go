@@ -47,11 +47,12 @@ type Config struct {
 	// GCInterval: how often the leader proposes idle-key pruning (spec
 	// §D.6; default 5 s).
 	GCInterval time.Duration
-	// BatchMax bounds the ops of one entry (default 256).
-	BatchMax int
-	// Inflight bounds the entries handed to raft and not yet applied
-	// (default 8): while they are, new ops gather into the next batch.
+	// Inflight is how many entries may be on their way (handed to raft,
+	// not yet applied) before queued ops wait for one to apply (default
+	// 1): while they wait, they gather into one larger entry. BatchMax
+	// ops queued are proposed without waiting (default 1024).
 	Inflight int
+	BatchMax int
 }
 
 // DefaultRaft is the raft configuration of a dflockd-ng node: heartbeat
@@ -111,10 +112,10 @@ func New(cfg Config) (*Node, error) {
 		cfg.GCInterval = 5 * time.Second
 	}
 	if cfg.BatchMax <= 0 {
-		cfg.BatchMax = 256
+		cfg.BatchMax = 1024
 	}
 	if cfg.Inflight <= 0 {
-		cfg.Inflight = 8
+		cfg.Inflight = 1
 	}
 	n := &Node{cfg: cfg, kick: make(chan struct{}, 1), notify: make(chan bool, 16), quit: make(chan struct{})}
 	local := engine.Config{Shards: cfg.Shards, OnDeadline: func(int, timerwheel.Tick) {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -23,7 +24,12 @@ type proposer struct {
 func (p *proposer) run() {
 	defer close(p.done)
 	n := p.n
+	// inflight carries the entries handed to raft to the completion
+	// goroutine; pending counts those not yet applied, and freed tells
+	// the loop one was.
 	inflight := make(chan raft.ApplyFuture, n.cfg.Inflight)
+	var pending atomic.Int32
+	freed := make(chan struct{}, 1)
 	failed := make(chan struct{})
 	go func() {
 		// Completion: an entry that fails to commit means leadership is
@@ -35,6 +41,11 @@ func (p *proposer) run() {
 				default:
 					close(failed)
 				}
+			}
+			pending.Add(-1)
+			select {
+			case freed <- struct{}{}:
+			default:
 			}
 		}
 	}()
@@ -53,6 +64,12 @@ func (p *proposer) run() {
 		now := n.cfg.Clock.Now()
 		n.mu.Lock()
 		nops := n.mu.nops
+		// Group commit: while Inflight entries are on their way, requests
+		// gather into the next one (up to BatchMax), so a loaded leader
+		// writes few large entries rather than many small ones.
+		if nops < n.cfg.BatchMax && int(pending.Load()) >= n.cfg.Inflight {
+			nops = 0
+		}
 		var ops []byte
 		if nops > 0 {
 			ops = n.mu.queue
@@ -78,6 +95,7 @@ func (p *proposer) run() {
 			buf = append(buf, ops...)
 			data := append([]byte(nil), buf...)
 			proposed = stamp
+			pending.Add(1)
 			select {
 			case inflight <- n.raft.Apply(data, 0):
 			case <-p.stop:
@@ -92,6 +110,7 @@ func (p *proposer) run() {
 		timer.Reset(max(wait, 0))
 		select {
 		case <-p.wake:
+		case <-freed:
 		case <-n.kick:
 		case <-timer.C:
 		case <-failed:

@@ -262,7 +262,8 @@ func (s *Session) noteProgress(partial []byte, frames int, now timerwheel.Instan
 
 // apply runs a command of this session and routes its effects; it returns
 // the command's result and, for a signal, the receivers its pushes
-// reached.
+// reached. A cluster hub has no engine of its own: its dflockd sessions
+// submit to the log (cluster.go), and no other codec serves on it.
 func (s *Session) apply(c *engine.Command) (engine.Result, int) {
 	sc := s.t.Scratch()
 	r := s.hub.eng.Apply(c, &sc.Fx)
