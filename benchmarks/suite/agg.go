@@ -63,6 +63,7 @@ type Cell struct {
 	CellKey
 	Pairs      Stat // pairs/s
 	Ops        Stat // requests/s
+	P50        Stat // ns
 	P99        Stat // ns
 	CPUPerPair Stat // ns; N = 0 when not measured
 	CPUPerReq  Stat // ns; N = 0 when not measured
@@ -70,7 +71,7 @@ type Cell struct {
 
 // Cells groups records by configuration and aggregates each group.
 func Cells(recs []Record) map[CellKey]Cell {
-	type acc struct{ pairs, ops, p99, cpu, cpuReq []float64 }
+	type acc struct{ pairs, ops, p50, p99, cpu, cpuReq []float64 }
 	groups := map[CellKey]*acc{}
 	for _, r := range recs {
 		k := CellKey{r.Target, r.Workload, r.Conns, r.Depth}
@@ -81,6 +82,7 @@ func Cells(recs []Record) map[CellKey]Cell {
 		}
 		a.pairs = append(a.pairs, r.PairsPerS)
 		a.ops = append(a.ops, r.ReqPerS)
+		a.p50 = append(a.p50, float64(r.P50Ns))
 		a.p99 = append(a.p99, float64(r.P99Ns))
 		if r.CPUPerPairNs > 0 {
 			a.cpu = append(a.cpu, r.CPUPerPairNs)
@@ -91,7 +93,7 @@ func Cells(recs []Record) map[CellKey]Cell {
 	}
 	out := make(map[CellKey]Cell, len(groups))
 	for k, a := range groups {
-		out[k] = Cell{CellKey: k, Pairs: Aggregate(a.pairs), Ops: Aggregate(a.ops), P99: Aggregate(a.p99),
+		out[k] = Cell{CellKey: k, Pairs: Aggregate(a.pairs), Ops: Aggregate(a.ops), P50: Aggregate(a.p50), P99: Aggregate(a.p99),
 			CPUPerPair: Aggregate(a.cpu), CPUPerReq: Aggregate(a.cpuReq)}
 	}
 	return out

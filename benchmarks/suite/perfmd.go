@@ -27,6 +27,9 @@ var (
 	PrimitivesSection = Section{"<!-- suite:primitives:begin -->", "<!-- suite:primitives:end -->"}
 	// FanoutSection: pub/sub fan-out.
 	FanoutSection = Section{"<!-- suite:fanout:begin -->", "<!-- suite:fanout:end -->"}
+	// ClusterSection: a 3-member cluster against the single node and a
+	// 3-member etcd, and its failover time.
+	ClusterSection = Section{"<!-- suite:cluster:begin -->", "<!-- suite:cluster:end -->"}
 )
 
 // ErrMarkers reports a PERF.md whose markers are not one begin line

@@ -30,6 +30,7 @@ type Report struct {
 	Records []Record
 	Memory  []MemResult
 	Fanout  []fanout.Result // one per repetition
+	Cluster *ClusterResult
 	Notes   []string
 	Charts  []ChartRef
 	RawPath string
@@ -278,6 +279,9 @@ func (r *Report) Markdown() []byte {
 	}
 	if len(r.Fanout) > 0 {
 		r.fanoutMarkdown(&b)
+	}
+	if r.Cluster != nil {
+		r.clusterMarkdown(&b)
 	}
 	if len(r.Charts) > 0 {
 		p("### Charts\n\n")

@@ -2,13 +2,16 @@
 // one go and writes the generated section of PERF.md.
 //
 //	go run ./benchmarks/cmd/dflocksuite --quick   # ~2 minutes
-//	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~23 minutes
+//	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~25 minutes
 //	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
+//	go run ./benchmarks/cmd/dflocksuite --workloads cluster --quick   # ~1 minute
 //
 // --workloads picks what runs: the lock workloads (lock, hot) and the
 // memory scenarios fill PERF.md's core generated section; the redis-feats
-// primitives (incr, kv, list; ng and Redis only) and the pub/sub fan-out
-// (package fanout) one each. A run rewrites only what it measured.
+// primitives (incr, kv, list; ng and Redis only), the pub/sub fan-out
+// (package fanout) and the cluster comparison (a 3-member cluster against
+// the single node and a 3-member etcd, and its failover time) one each. A
+// run rewrites only what it measured.
 //
 // It builds ./cmd/dflockd into a temporary directory and starts it, the
 // gnet ceiling, the dflockd-like baseline, a throw-away redis-server and,
@@ -78,12 +81,18 @@ type runner struct {
 	fanSubs    int
 	fanSignals int
 
+	clusterConns   int
+	clusterDepths  []int
+	clusterDir     string // the clusters' data; default a temporary directory on a disk
+	failoverTrials int
+
 	// What runs (--workloads): the core workloads (lock, hot) and memory
 	// go to PERF.md's core section, the primitives (incr, kv, list) and
 	// the fan-out to one each, so a run of some leaves the others alone.
 	lock, hot bool
 	prims     []loadgen.Workload
 	fanout    bool
+	cluster   bool
 
 	ngLoops    int
 	ngMaxLocks int
@@ -99,23 +108,38 @@ type runner struct {
 	memIdle    int
 	memWaiters int
 
-	ngBin    string
-	procs    []*proc
-	cleanups []func()
-	targets  []*target
-	notes    []string // core section
-	primNote []string // primitives section
+	ngBin       string
+	procs       []*proc
+	cleanups    []func()
+	targets     []*target
+	notes       []string // core section
+	primNote    []string // primitives section
+	clusterNote []string // cluster section
 }
 
 // target is one server under test.
 type target struct {
-	name    string
-	addr    string
-	kind    string // "line", "redis", "etcd"
-	release loadgen.RedisRelease
-	pid     int
-	hot     bool // can run the hot workload
-	prim    bool // runs the primitive workloads
+	name      string
+	addr      string   // the address the load goes to
+	endpoints []string // etcd: every member's client URL (default http://addr)
+	kind      string   // "line", "redis", "etcd"
+	release   loadgen.RedisRelease
+	pid       int
+	group     []int // a cluster's members: its server CPU is their sum (pid is then 0)
+	freshKeys bool  // every run on keys of its own (a cluster releases a closed connection's locks through its log, maybe after the next run began)
+	hot       bool  // can run the hot workload
+	prim      bool  // runs the primitive workloads
+}
+
+// pids lists the processes whose CPU time is the target's.
+func (t *target) pids() []int {
+	if len(t.group) > 0 {
+		return t.group
+	}
+	if t.pid > 0 {
+		return []int{t.pid}
+	}
+	return nil
 }
 
 func suiteMain(args []string, stderr io.Writer) int {
@@ -123,7 +147,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dflocksuite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, incr/kv/list at 50 × 16, fan-out of 200 signals; one repetition, short windows")
-	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout (default all; --quick: all but hot)")
+	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout, cluster (default all; --quick: all but hot and cluster)")
 	reps := fs.Int("reps", 0, "repetitions (default 3, --quick 1)")
 	warm := fs.Duration("warmup", 0, "warm-up per run (default 1s, --quick 500ms)")
 	dur := fs.Duration("duration", 0, "measured window per run (default 3s, --quick 2s)")
@@ -135,6 +159,10 @@ func suiteMain(args []string, stderr io.Writer) int {
 	primDepths := fs.String("prim-depth", "16", "pipeline depths of incr, kv and list")
 	fs.IntVar(&s.fanSubs, "fanout-subs", 1000, "fan-out: subscribers of every signal")
 	fs.IntVar(&s.fanSignals, "fanout-signals", 0, "fan-out: signals of the clean and of the after phase (default 500, --quick 200)")
+	fs.IntVar(&s.clusterConns, "cluster-conns", 50, "cluster comparison: connections")
+	clusterDepths := fs.String("cluster-depth", "1,16", "cluster comparison: pipeline depths (etcd: lockers per client)")
+	fs.StringVar(&s.clusterDir, "cluster-dir", "", "cluster comparison: directory on a disk for the members' data (default the temporary directory, or /var/tmp, if not tmpfs)")
+	fs.IntVar(&s.failoverTrials, "failover-trials", 0, "cluster comparison: kills of the leader (default 3, --quick 1)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
 	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port` (loopback, repeatable)")
@@ -187,7 +215,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 		*conns = def("10,50", "1,10,50,200,500")
 	}
 	if *workloads == "" {
-		*workloads = def("lock,incr,kv,list,fanout", "lock,hot,incr,kv,list,fanout")
+		*workloads = def("lock,incr,kv,list,fanout", "lock,hot,incr,kv,list,fanout,cluster")
 	}
 	if err := s.parseWorkloads(*workloads); err != nil {
 		return usageErr(stderr, err)
@@ -203,6 +231,15 @@ func suiteMain(args []string, stderr io.Writer) int {
 	}
 	if s.fanSignals == 0 {
 		s.fanSignals = map[bool]int{true: 200, false: 500}[s.quick]
+	}
+	if s.clusterDepths, err = parseInts("cluster-depth", *clusterDepths); err != nil {
+		return usageErr(stderr, err)
+	}
+	if s.failoverTrials == 0 {
+		s.failoverTrials = map[bool]int{true: 1, false: 3}[s.quick]
+	}
+	if s.clusterConns < 1 || s.clusterConns > 20000 || s.failoverTrials < 1 || s.failoverTrials > 20 {
+		return usageErr(stderr, errors.New("--cluster-conns must be 1..20000 and --failover-trials 1..20"))
 	}
 	if s.fanSubs < 2 || s.fanSubs > 20000 || s.fanSignals < 1 || s.fanSignals > 100000 {
 		return usageErr(stderr, errors.New("--fanout-subs must be 2..20000 and --fanout-signals 1..100000"))
@@ -318,6 +355,13 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 			return err
 		}
 	}
+	var cl *suite.ClusterResult
+	if s.cluster {
+		if cl, err = s.clusterPhase(ctx); err != nil {
+			return err
+		}
+		s.stopAll()
+	}
 	var mem []suite.MemResult
 	if s.core() && !s.noMemory {
 		if mem, err = s.memory(ctx); err != nil {
@@ -325,7 +369,7 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 		}
 	}
 	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
-	return s.write(args, envKV, recs, mem, fan)
+	return s.write(args, envKV, recs, mem, fan, cl)
 }
 
 // core reports whether the run measures the core section's workloads.
@@ -345,8 +389,10 @@ func (s *runner) parseWorkloads(list string) error {
 			}
 		case w == "fanout":
 			s.fanout = true
+		case w == "cluster":
+			s.cluster = true
 		default:
-			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout)", w)
+			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout, cluster)", w)
 		}
 	}
 	return nil
@@ -460,8 +506,7 @@ func (s *runner) startNG(ctx context.Context, bin string, extra ...string) (*pro
 		return nil, err
 	}
 	_, port, _ := strings.Cut(addr, ":")
-	args := append([]string{"--host", "127.0.0.1", "--port", port, "--loops", fmt.Sprint(s.ngLoops),
-		"--max-locks", fmt.Sprint(s.ngMaxLocks), "--max-waiters", "0", "--read-timeout", "600"}, extra...)
+	args := append(s.ngArgs(port), extra...)
 	return s.startProc(ctx, "dflockd-ng", bin, args, addr, probeLine)
 }
 
@@ -564,8 +609,9 @@ func cpuCount() int {
 
 // write updates the raw results, charts and PERF.md: the core section
 // if this run measured locks or memory, the primitives section if it
-// measured incr, kv or list, the fan-out section if it ran the fan-out.
-func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result) error {
+// measured incr, kv or list, the fan-out section if it ran the fan-out,
+// the cluster section if it ran the cluster comparison.
+func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result, cl *suite.ClusterResult) error {
 	mode := "full"
 	if s.quick {
 		mode = "quick"
@@ -602,6 +648,12 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 			&suite.Report{Title: "Pub/sub fan-out (generated)", Env: env, Command: command, Subject: "ng",
 				Fanout: fan, RawPath: "fanout-" + mode + ".json"},
 			map[string]any{"environment": env, "fanout": fan}})
+	}
+	if cl != nil {
+		secs = append(secs, section{suite.ClusterSection,
+			&suite.Report{Title: "Cluster comparison (generated)", Env: env, Command: command, Subject: suite.ClusterLeader,
+				Cluster: cl, Notes: s.clusterNote, RawPath: "cluster-" + mode + ".json"},
+			map[string]any{"environment": env, "notes": s.clusterNote, "cluster": cl}})
 	}
 	var order []string
 	for _, t := range s.targets {

@@ -98,6 +98,14 @@ func TestJobsMatrix(t *testing.T) {
 			t.Fatalf("job %+v", j)
 		}
 	}
+	// The cluster comparison runs its own jobs on servers of its own.
+	s.prims = nil
+	if err := s.parseWorkloads("cluster"); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := s.jobs(); len(jobs) != 0 || s.core() || !s.cluster {
+		t.Fatalf("cluster: %d matrix jobs (core %v, cluster %v)", len(jobs), s.core(), s.cluster)
+	}
 	if err := s.parseWorkloads("incr,nope"); err == nil {
 		t.Fatal("unknown workload accepted")
 	}

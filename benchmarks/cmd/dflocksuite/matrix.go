@@ -36,7 +36,7 @@ func (s *runner) jobs() []job {
 			for _, d := range s.depths {
 				for _, t := range s.targets {
 					if t.kind == "etcd" && d > 1 {
-						continue // the etcd client has no pipelining: Lock blocks
+						continue // Lock blocks: no pipelining to compare here (the cluster comparison runs depth as lockers per client)
 					}
 					out = append(out, job{t, loadgen.Lock, c, d, rep})
 				}
@@ -65,7 +65,12 @@ func (s *runner) jobs() []job {
 }
 
 func (s *runner) runMatrix(ctx context.Context) ([]suite.Record, error) {
-	jobs := s.jobs()
+	return s.runJobs(ctx, s.jobs(), nil)
+}
+
+// runJobs runs jobs in order with a progress line each. When a job fails
+// and retry (if set) says so, the job runs once more.
+func (s *runner) runJobs(ctx context.Context, jobs []job, retry func(job, error) bool) ([]suite.Record, error) {
 	var recs []suite.Record
 	start := time.Now()
 	for i, j := range jobs {
@@ -82,12 +87,10 @@ func (s *runner) runMatrix(ctx context.Context) ([]suite.Record, error) {
 		}
 		fmt.Fprintf(s.stderr, "[%d/%d] %s %s c=%d d=%d rep %d/%d (elapsed %v%s) … ", i+1, len(jobs), j.t.name, j.workload,
 			j.conns, j.depth, j.rep, s.reps, time.Since(start).Round(time.Second), eta)
-		var rec suite.Record
-		var err error
-		if j.t.kind == "etcd" {
-			rec, err = s.runEtcd(ctx, j)
-		} else {
-			rec, err = s.runLoad(ctx, j)
+		rec, err := s.runJob(ctx, j)
+		if err != nil && retry != nil && retry(j, err) {
+			fmt.Fprintf(s.stderr, "failed (%v); once more … ", err)
+			rec, err = s.runJob(ctx, j)
 		}
 		if err != nil {
 			fmt.Fprintln(s.stderr, "FAIL")
@@ -103,20 +106,35 @@ func (s *runner) runMatrix(ctx context.Context) ([]suite.Record, error) {
 	return recs, nil
 }
 
-// windowProbe samples a server's CPU time at the edges of the window.
+func (s *runner) runJob(ctx context.Context, j job) (suite.Record, error) {
+	if j.t.kind == "etcd" {
+		return s.runEtcd(ctx, j)
+	}
+	return s.runLoad(ctx, j)
+}
+
+// windowProbe samples servers' CPU time at the edges of the window: one
+// process, or every member of a cluster, whose usage is then the sum.
 type windowProbe struct {
-	pid      int
+	pids     []int
 	mu       sync.Mutex
-	a, b     procstat.Sample
+	a, b     []procstat.Sample
 	n        int
 	firstErr error
 }
 
-func (p *windowProbe) take(dst *procstat.Sample) {
-	smp, err := procstat.Take(p.pid)
+func (p *windowProbe) take(dst *[]procstat.Sample) {
+	smps := make([]procstat.Sample, len(p.pids))
+	var err error
+	for i, pid := range p.pids {
+		var e error
+		if smps[i], e = procstat.Take(pid); e != nil && err == nil {
+			err = e
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	*dst = smp
+	*dst = smps
 	p.n++
 	if err != nil && p.firstErr == nil {
 		p.firstErr = err
@@ -132,22 +150,35 @@ func (p *windowProbe) usage() (procstat.Usage, bool, error) {
 	if p.n != 2 {
 		return procstat.Usage{}, false, nil
 	}
-	return p.b.Since(p.a), true, nil
+	var sum procstat.Usage
+	for i := range p.pids {
+		u := p.b[i].Since(p.a[i])
+		sum.Wall = max(sum.Wall, u.Wall)
+		sum.CPU += u.CPU
+		sum.Cores += u.Cores
+		sum.RSS += u.RSS
+		sum.PeakRSS += u.PeakRSS
+	}
+	return sum, true, nil
 }
 
 func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
+	prefix := "suite"
+	if j.t.freshKeys {
+		prefix = fmt.Sprintf("suite.%s.c%dd%dr%d", j.workload, j.conns, j.depth, j.rep)
+	}
 	cfg := loadgen.Config{
 		Name: j.t.name, Addr: j.t.addr, Proto: loadgen.ProtoLine,
 		Workload: j.workload, Conns: j.conns, Depth: j.depth,
 		Warmup: s.warmup, Duration: s.duration,
-		KeyPrefix: "suite", RedisRelease: j.t.release,
+		KeyPrefix: prefix, RedisRelease: j.t.release,
 	}
 	if j.t.kind == "redis" {
 		cfg.Proto = loadgen.ProtoRedis
 	}
 	var probe *windowProbe
-	if j.t.pid > 0 {
-		probe = &windowProbe{pid: j.t.pid}
+	if pids := j.t.pids(); len(pids) > 0 {
+		probe = &windowProbe{pids: pids}
 		cfg.OnWindowStart = func() { probe.take(&probe.a) }
 		cfg.OnWindowEnd = func() { probe.take(&probe.b) }
 	}

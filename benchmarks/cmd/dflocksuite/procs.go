@@ -38,6 +38,20 @@ func (s *runner) pinPrefix(exe string, args []string) (string, []string) {
 
 // startProc runs a server and waits until addr answers a probe.
 func (s *runner) startProc(ctx context.Context, name, exe string, args []string, addr string, probe func(string) error) (*proc, error) {
+	p, err := s.spawnProc(name, exe, args, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.await(ctx, p, probe); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spawnProc starts a server pinned to the server CPUs without waiting for
+// it: the members of a cluster answer their probes only once a quorum of
+// them runs. The caller awaits it; s.stopAll stops it in any case.
+func (s *runner) spawnProc(name, exe string, args []string, addr string) (*proc, error) {
 	exe, args = s.pinPrefix(exe, args)
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout = s.logw
@@ -48,27 +62,41 @@ func (s *runner) startProc(ctx context.Context, name, exe string, args []string,
 	}
 	p := &proc{name: name, addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
+	s.procs = append(s.procs, p)
+	return p, nil
+}
+
+// await polls probe on p's address until it succeeds, for at most 20 s.
+func (s *runner) await(ctx context.Context, p *proc, probe func(string) error) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		err := probe(addr)
+		err := probe(p.addr)
 		if err == nil {
-			s.procs = append(s.procs, p)
-			return p, nil
+			return nil
 		}
 		select {
 		case <-p.exited:
-			return nil, fmt.Errorf("%s exited during startup (%v); its output is in %s", name, cmd.ProcessState, s.logPath)
+			return fmt.Errorf("%s exited during startup (%v); its output is in %s", p.name, p.cmd.ProcessState, s.logPath)
 		case <-ctx.Done():
 			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		default:
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("%s on %s did not answer within 20 s: %v", name, addr, err)
+			return fmt.Errorf("%s on %s did not answer within 20 s: %v", p.name, p.addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// kill sends p SIGKILL, as a crash would; p.exited closes once it is gone.
+func (p *proc) kill() {
+	if p.done {
+		return
+	}
+	p.done = true
+	_ = p.cmd.Process.Kill()
 }
 
 func (p *proc) stop() {
