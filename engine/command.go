@@ -71,6 +71,12 @@ type Command struct {
 	Wait    bool   // KindTaggedAcquire: park when taken (else answer timeout)
 	Fence   uint64 // KindFenceRenew
 	LeaseMs int64  // the foreign kinds: lease in milliseconds, 0 = default
+	// Readopt (KindRequest, an acquire): if the session already holds or
+	// waits on the key, the acquire takes that claim back instead of
+	// queueing behind it — the held token, or the place in the FIFO. A
+	// cluster sets it for a connection that took over an orphaned
+	// session by its stable-ref (spec §G).
+	Readopt bool
 }
 
 // Result is the outcome of a command, or a late reply or push delivered

@@ -204,6 +204,11 @@ func (e *Engine) request(c *Command, fx *Effects) Result {
 	m := mode{limit: int(max(r.Limit, 1)), rw: r.Op.ReadWrite(), writer: r.Op.Writer()}
 	switch r.Op {
 	case parse.OpLock, parse.OpSemLock, parse.OpReadLock, parse.OpWriteLock:
+		if c.Readopt {
+			if res, ok := e.readopt(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, now, fx); ok {
+				return res
+			}
+		}
 		return e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
 	case parse.OpRelease, parse.OpSemRelease, parse.OpReadRelease, parse.OpWriteRelease:
 		return e.release(ns, r.Key, r.Token, now, fx)
