@@ -53,6 +53,14 @@ const (
 	OpCancel
 	// OpGC prunes idle keys (spec §D.6).
 	OpGC
+	// OpOrphanTTL sets how long a closed connection that presented a
+	// stable-ref stays an orphan its ref can take over (TTL, 0: none).
+	// A new leader proposes its --orphan-ttl before its Promote.
+	OpOrphanTTL
+	// OpMember records a member's client address (Member; Client ""
+	// forgets it), for redirects to members added at run time
+	// (members.go).
+	OpMember
 	opLimit
 )
 
@@ -63,6 +71,9 @@ type Op struct {
 	Req  parse.Request // OpRequest
 	Tag  uint32        // OpCancel
 	Init Init          // OpInit
+	TTL  time.Duration // OpOrphanTTL
+	// Member: OpMember.
+	Member Member
 }
 
 // Init is the replicated configuration of the engine.
@@ -147,6 +158,10 @@ func appendOp(dst []byte, op *Op) []byte {
 	case OpCancel:
 		dst = binary.AppendUvarint(dst, op.Conn)
 		dst = binary.AppendUvarint(dst, uint64(op.Tag))
+	case OpOrphanTTL:
+		dst = binary.AppendVarint(dst, int64(op.TTL))
+	case OpMember:
+		dst = appendMember(dst, &op.Member)
 	default:
 		panic(fmt.Sprintf("cluster: encoding an op of unknown kind %d", op.Kind))
 	}
@@ -296,6 +311,13 @@ func (d *decoder) op() Op {
 			d.fail("tag")
 		}
 		op.Tag = uint32(t)
+	case OpOrphanTTL:
+		op.TTL = time.Duration(d.varint())
+		if op.TTL < 0 {
+			d.fail("orphan ttl")
+		}
+	case OpMember:
+		op.Member = d.member()
 	default:
 		d.fail(fmt.Sprintf("op kind %d", op.Kind))
 	}
@@ -304,11 +326,11 @@ func (d *decoder) op() Op {
 
 // replicated reports whether op is a request the cluster runs through
 // its log: every engine request but stats, which a node answers from its
-// own replica (ping, auth, stable-ref and barrier never reach the
-// engine).
+// own replica (ping, auth and barrier never reach the engine), and
+// stable-ref, which the replicated state keeps for its connection.
 func replicated(op parse.Op) bool {
 	switch op {
-	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth, parse.OpStableRef, parse.OpBarrier:
+	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth, parse.OpBarrier:
 		return false
 	}
 	return int(op) < parse.NumOps

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -75,6 +77,15 @@ type FSM struct {
 	parked map[uint64][]byte
 	// index is that of the last entry applied.
 	index uint64
+	// The stable-ref state (orphans.go), read and written on the apply
+	// goroutine only.
+	orphanTTL time.Duration
+	refs      map[uint64]string // connection → the ref it presented
+	orphans   map[string]orphan // ref → the session its connection left
+	readopt   map[uint64]bool   // connections that took over an orphan
+	// members: the client addresses published through the log
+	// (OpMember, members.go); guarded by mu.
+	members map[raft.ServerID]string
 
 	fx, tfx engine.Effects // apply's scratch
 	// applied, if set, is called after each batch: a leader's proposer
@@ -88,7 +99,8 @@ type FSM struct {
 func NewFSM(local engine.Config, out Output) *FSM {
 	return &FSM{local: local, out: out,
 		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64),
-		parked: make(map[uint64][]byte)}
+		parked: make(map[uint64][]byte), refs: make(map[uint64]string), orphans: make(map[string]orphan),
+		readopt: make(map[uint64]bool)}
 }
 
 // Engine returns the current replica of the engine (nil before Init), for
@@ -153,6 +165,7 @@ func (f *FSM) applyBatch(b *Batch) any {
 		// Time first: whatever fell due by the stamp fires before the
 		// batch's requests, on every replica alike.
 		f.run(0, &engine.Command{Kind: engine.KindAdvance, At: now})
+		f.reapOrphans(now)
 	}
 	var resp any
 	for i := range b.Ops {
@@ -187,17 +200,19 @@ func (f *FSM) applyBatch(b *Batch) any {
 				f.mu.Unlock()
 				continue
 			}
-			sid := f.session(op.Conn, now)
-			f.run(op.Conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req})
+			f.request(op, now)
 		case OpClose:
-			if sid, ok := f.conns[op.Conn]; ok {
-				f.forget(op.Conn, sid) // and what it had parked
-				f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, At: now})
-			}
+			f.closeConn(op.Conn, false, now)
+		case OpOrphanTTL:
+			f.orphanTTL = op.TTL
 		case OpCancel:
 			if sid, ok := f.conns[op.Conn]; ok {
-				f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now})
+				if f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now}).Int == 1 {
+					f.unpark(op.Conn, now) // withdrawn: what it held back runs now
+				}
 			}
+		case OpMember:
+			f.applyMember(&op.Member)
 		case OpGC:
 			if f.eng != nil {
 				f.run(0, &engine.Command{Kind: engine.KindGC, At: now})
@@ -238,18 +253,21 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 			old = append(old, c)
 		}
 	}
+	for c := range f.refs {
+		if _, ok := f.conns[c]; !ok && c>>32 != f.epoch {
+			old = append(old, c) // a ref, and nothing else yet
+		}
+	}
 	slices.Sort(old)
 	for _, c := range old {
-		sid := f.conns[c]
-		f.forget(c, sid)
-		f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, Keep: true, At: now})
+		f.closeConn(c, true, now)
 	}
 }
 
 // run applies one command and hands its outcome to the output: the reply
 // when conn (the command's connection, 0 for none) is this node's, and
 // the effects addressed to this node's connections.
-func (f *FSM) run(conn uint64, c *engine.Command) {
+func (f *FSM) run(conn uint64, c *engine.Command) engine.Result {
 	f.fx.Reset()
 	r := f.eng.Apply(c, &f.fx)
 	if r.Blocked && c.Kind == engine.KindRequest {
@@ -275,6 +293,7 @@ func (f *FSM) run(conn uint64, c *engine.Command) {
 	for _, pc := range resume {
 		f.unpark(pc, c.At)
 	}
+	return r
 }
 
 // unpark runs what connection conn sent behind its request that waited,
@@ -293,11 +312,7 @@ func (f *FSM) unpark(conn uint64, now timerwheel.Instant) {
 		if d.err != nil {
 			panic(fmt.Sprintf("cluster: parked requests of connection %#x: %v", conn, d.err))
 		}
-		sid, ok := f.conns[conn]
-		if !ok {
-			return // closed meanwhile (cannot happen within one apply; defensive)
-		}
-		f.run(conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req})
+		f.request(&op, now)
 		if _, again := f.parked[conn]; again {
 			f.mu.Lock()
 			f.parked[conn] = append(f.parked[conn], d.b...)
@@ -375,6 +390,10 @@ func (f *FSM) Applied() (uint64, [sha256.Size]byte) {
 	buf = binary.AppendUvarint(buf, f.epoch)
 	buf = appendConns(buf, f.conns)
 	buf = appendParked(buf, f.parked)
+	buf = f.appendOrphans(buf)
+	if len(f.members) > 0 {
+		buf = appendMembers(buf, f.members)
+	}
 	if f.eng != nil {
 		d := f.eng.Digest()
 		buf = append(buf, d[:]...)
@@ -416,11 +435,15 @@ func appendParked(buf []byte, parked map[uint64][]byte) []byte {
 
 // snapMagic starts an FSM snapshot: then the cluster clock, the epoch,
 // the index of the last entry applied, the Init (as an op), the
-// connection map, the parked connections and the engine's snapshot.
-// snapMagicV1, the first format, has neither the index nor parked
-// connections (its sessions had one request in the log at a time).
+// connection map, the parked connections, the stable-ref state, the
+// members' client addresses (members.go) and the engine's snapshot.
+// Earlier formats are read too: snapMagicV1 has neither the index nor
+// parked connections (its sessions had one request in the log at a
+// time), and neither it nor snapMagicV2 the stable-ref state or the
+// members.
 const (
-	snapMagic   = "DFLKCLU\x02"
+	snapMagic   = "DFLKCLU\x03"
+	snapMagicV2 = "DFLKCLU\x02"
 	snapMagicV1 = "DFLKCLU\x01"
 )
 
@@ -434,19 +457,29 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	buf = binary.AppendUvarint(buf, f.epoch)
 	buf = binary.AppendUvarint(buf, f.index)
 	if !f.inited {
-		return snapshot(append(buf, 0)), nil
+		return sealed(append(buf, 0)), nil
 	}
 	buf = append(buf, 1)
 	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
 	buf = appendConns(buf, f.conns)
 	buf = appendParked(buf, f.parked)
+	buf = f.appendOrphans(buf)
+	buf = appendMembers(buf, f.members)
 	var w bytes.Buffer
 	w.Write(buf)
 	if err := f.eng.Snapshot(&w); err != nil {
 		return nil, err
 	}
-	return snapshot(w.Bytes()), nil
+	return sealed(w.Bytes()), nil
 }
+
+// sealed appends the CRC-32C of a snapshot's bytes (formats from
+// snapMagic on), so that damage anywhere is refused, not restored.
+func sealed(b []byte) snapshot {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 type snapshot []byte
 
@@ -468,9 +501,18 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	v1 := bytes.HasPrefix(data, []byte(snapMagicV1))
-	if !v1 && !bytes.HasPrefix(data, []byte(snapMagic)) {
+	v2 := bytes.HasPrefix(data, []byte(snapMagicV2))
+	if !v1 && !v2 && !bytes.HasPrefix(data, []byte(snapMagic)) {
 		return fmt.Errorf("cluster: not a snapshot of this format")
 	}
+	if !v1 && !v2 {
+		n := len(data) - 4
+		if n < len(snapMagic) || binary.BigEndian.Uint32(data[n:]) != crc32.Checksum(data[:n], crcTable) {
+			return fmt.Errorf("cluster: snapshot: checksum mismatch")
+		}
+		data = data[:n]
+	}
+	st := &FSM{refs: make(map[uint64]string), orphans: make(map[string]orphan), readopt: make(map[uint64]bool)}
 	d := decoder{b: data[len(snapMagic):]}
 	now := timerwheel.Instant(d.varint())
 	epoch := d.uvarint()
@@ -507,6 +549,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				d.b = d.b[n:]
 			}
 		}
+		if !v1 && !v2 {
+			st.readOrphans(&d)
+			st.members = d.members()
+		}
 		if d.err != nil {
 			return fmt.Errorf("cluster: snapshot: %w", d.err)
 		}
@@ -521,6 +567,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids, f.parked = eng, init, inited, now, epoch, conns, ids, parked
 	f.index = index
+	f.orphanTTL, f.refs, f.orphans, f.readopt = st.orphanTTL, st.refs, st.orphans, st.readopt
+	f.members = st.members
 	f.mu.Unlock()
 	return nil
 }

@@ -59,6 +59,8 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 			MaxWaiters: 6, GCMaxIdle: 3 * time.Second, TokenKey: engine.TokenKey{1, 2, 3}, FenceFloor: 1 << 40}})
 	}
 	if len(g.batches) == 0 || g.rng.IntN(40) == 0 {
+		// Orphans on (0–2 s) or off, as the new leader's flag says.
+		b.Ops = append(b.Ops, Op{Kind: OpOrphanTTL, TTL: time.Duration(g.rng.IntN(3)) * time.Second})
 		b.Ops = append(b.Ops, Op{Kind: OpPromote})
 		g.epoch++
 		g.conns = g.conns[:0]
@@ -90,6 +92,7 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 			{"incr", key, "3"}, {"kset", key, "v 1"}, {"kget", key, ""}, {"lpush", key, "x"},
 			{"blpop", key, "1"}, {"listen", "ch.*", ""}, {"signal", "ch.a", "hi"}, {"watch", key, ""},
 			{"elect", "e" + key, "0 2"}, {"bwait", "b" + key, "2 1"},
+			{"stable-ref", fmt.Sprint("ref", g.rng.IntN(3)), "_"}, // the key line carries the ref
 		}
 		c := cmds[g.rng.IntN(len(cmds))]
 		r, err := parse.Parse(parse.Frame{Cmd: []byte(c[0]), Key: []byte(c[1]), Arg: []byte(c[2])})

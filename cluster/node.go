@@ -31,11 +31,16 @@ type Config struct {
 	// TokenKey becomes a random one, and FenceFloor is raised to the
 	// leader's wall clock in ns (spec §C.2).
 	Init Init
+	// OrphanTTL: while this node leads, a closed connection that
+	// presented a stable-ref leaves its claims as an orphan its ref can
+	// take over for this long (--orphan-ttl; 0: off).
+	OrphanTTL time.Duration
 	// Shards of this replica's engine (a local choice).
 	Shards int
 	Output Output
 	// ClientAddrs maps the members' ids to their client addresses
-	// (host:port), for redirects (error_not_leader <addr>).
+	// (host:port), for redirects (error_not_leader <addr>); the
+	// addresses the log records (members.go) come first.
 	ClientAddrs map[raft.ServerID]string
 	// Clock is this node's monotonic clock; the cluster clock advances
 	// with it while the node leads.
@@ -177,15 +182,7 @@ func (n *Node) Leader() (raft.ServerID, raft.ServerAddress) {
 // LeaderAddr returns the leader's client address, "" when unknown.
 func (n *Node) LeaderAddr() string {
 	id, _ := n.Leader()
-	return n.clientAddr(id)
-}
-
-// clientAddr returns a member's client address, "" when unknown.
-func (n *Node) clientAddr(id raft.ServerID) string {
-	if id == "" {
-		return ""
-	}
-	return n.cfg.ClientAddrs[id]
+	return n.ClientAddr(id)
 }
 
 // Engine returns the local replica of the engine (nil before Init).
@@ -303,7 +300,9 @@ func (n *Node) promote(term uint64) {
 			return
 		}
 	}
-	f := n.raft.Apply(AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: []Op{{Kind: OpPromote}}}), 0)
+	f := n.raft.Apply(AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: []Op{
+		{Kind: OpOrphanTTL, TTL: n.cfg.OrphanTTL}, // before the Promote that may orphan
+		{Kind: OpPromote}}}), 0)
 	if f.Error() != nil {
 		return
 	}
@@ -311,6 +310,7 @@ func (n *Node) promote(term uint64) {
 	if epoch == 0 {
 		return
 	}
+	n.publishMembers() // members.go: the client addresses the log lacks
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.term != term {

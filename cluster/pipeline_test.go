@@ -78,6 +78,14 @@ func TestClusterPipelining(t *testing.T) {
 		}
 	}
 
+	// A client that goes away while its lock waits leaves the queue at
+	// once, not when the wait would have ended.
+	w := dial(t, l)
+	w.send("l", "k", "60 30")
+	awaitWaiters(t, l, 1)
+	w.c.Close()
+	awaitWaiters(t, l, 0)
+
 	// nc -N: requests, then a half-close; every reply still comes.
 	conn, err := net.Dial("tcp", l.ln.Addr().String())
 	if err != nil {

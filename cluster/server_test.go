@@ -32,7 +32,10 @@ type server struct {
 
 type replica struct{ *cluster.Node }
 
-func startServers(t *testing.T, n int) []*server {
+func startServers(t *testing.T, n int) []*server { return startServersWith(t, n, nil) }
+
+// startServersWith starts n members, each configured by set if not nil.
+func startServersWith(t *testing.T, n int, set func(*cluster.Config)) []*server {
 	t.Helper()
 	var ss []*server
 	addrs := map[raft.ServerID]string{}
@@ -64,9 +67,13 @@ func startServers(t *testing.T, n int) []*server {
 		rc.LeaderLeaseTimeout, rc.CommitTimeout = 50*time.Millisecond, 5*time.Millisecond
 		rc.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 		logs := raft.NewInmemStore()
-		node, err := cluster.New(cluster.Config{ID: s.id, Transport: s.trans, Logs: logs, Stable: logs,
+		cfg := cluster.Config{ID: s.id, Transport: s.trans, Logs: logs, Stable: logs,
 			Snapshots: raft.NewInmemSnapshotStore(), Raft: rc, Output: hub, ClientAddrs: addrs,
-			ClockTick: 50 * time.Millisecond})
+			ClockTick: 50 * time.Millisecond}
+		if set != nil {
+			set(&cfg)
+		}
+		node, err := cluster.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func (n *Node) ClusterStats() *parse.ClusterStats {
 		Role:          strings.ToLower(rs["state"]),
 		Term:          num("term"),
 		LeaderID:      string(lid),
-		LeaderAddr:    n.clientAddr(lid),
+		LeaderAddr:    n.ClientAddr(lid),
 		CommitIndex:   num("commit_index"),
 		LastLogIndex:  num("last_log_index"),
 		SnapshotIndex: num("last_snapshot_index"),
@@ -39,7 +39,7 @@ func (n *Node) ClusterStats() *parse.ClusterStats {
 		for _, s := range f.Configuration().Servers {
 			if s.Suffrage == raft.Voter {
 				st.Voters = append(st.Voters, parse.ClusterVoter{NodeID: string(s.ID),
-					RaftAddr: string(s.Address), ClientAddr: n.clientAddr(s.ID)})
+					RaftAddr: string(s.Address), ClientAddr: n.ClientAddr(s.ID)})
 			}
 		}
 	}

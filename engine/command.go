@@ -120,6 +120,10 @@ const (
 	// KindPush is an asynchronous line (Push) for a subscriber; it
 	// answers no request and unblocks nothing.
 	KindPush
+	// KindGone is no reply: a cluster tells a connection whose peer went
+	// away that its close has applied, so nothing more will come for it
+	// (session.Session.PeerClosed). The engine never makes one.
+	KindGone
 )
 
 // Push is the content of an asynchronous line; parse.AppendPush encodes it.

@@ -60,6 +60,13 @@ type Config struct {
 	// Logf logs what an operator should see (internal errors, the HTTP
 	// server's own complaints); nil discards.
 	Logf func(format string, args ...any)
+	// Cluster, on a cluster member (whose hub is a cluster hub), serves
+	// GET /v1/readindex and the admin routes (cluster.go); nil: they
+	// answer 404.
+	Cluster Cluster
+	// AdminToken is the X-Dflockd-Admin token of the admin routes
+	// (--admin-token); "" answers them 503 admin_disabled.
+	AdminToken string
 }
 
 // Defaults and fixed bounds.
@@ -84,6 +91,7 @@ type API struct {
 	clock    timerwheel.Clock
 	idleMs   int64 // sessions idle for this long are closed (2 × the timeout)
 	tokenSum [sha256.Size]byte
+	adminSum [sha256.Size]byte // of Config.AdminToken
 	mux      *http.ServeMux
 	handler  http.Handler
 	sessions sessionTable
@@ -121,6 +129,9 @@ func New(hub *session.Hub, cfg Config) *API {
 	a.sessions.init()
 	if cfg.AuthToken != "" {
 		a.tokenSum = sha256.Sum256([]byte(cfg.AuthToken))
+	}
+	if cfg.AdminToken != "" {
+		a.adminSum = sha256.Sum256([]byte(cfg.AdminToken))
 	}
 	a.timers = newTimers(a.clock, a.fire)
 	if cfg.RateLimitPerIP > 0 {
@@ -182,21 +193,26 @@ type route struct {
 }
 
 // routeTable is every route of the API; the tests check that the OpenAPI
-// document describes exactly these.
+// document describes exactly these. Sessions and lock calls are a
+// cluster leader's (leaderOnly); the cluster routes answer 404 on a
+// single node (cluster.go).
 func (a *API) routeTable() []route {
 	rts := []route{
-		{"POST /v1/sessions", a.createSession},
-		{"DELETE /v1/sessions/{id}", a.deleteSession},
-		{"POST /v1/sessions/{id}/ping", a.pingSession},
+		{"POST /v1/sessions", a.leaderOnly(a.createSession)},
+		{"DELETE /v1/sessions/{id}", a.leaderOnly(a.deleteSession)},
+		{"POST /v1/sessions/{id}/ping", a.leaderOnly(a.pingSession)},
 		{"GET /v1/stats", a.stats},
 		{"GET /v1/openapi.json", serveOpenAPI},
 		{"GET /health", health},
 		{"GET /ready", a.ready},
 		{"GET /metrics", a.serveMetrics},
+		{"GET /v1/readindex", a.readIndex},
+		{"POST /v1/admin/voters", a.addVoter},
+		{"DELETE /v1/admin/voters/{id}", a.removeVoter},
 	}
 	for _, lr := range lockRoutes {
 		op := lr.op
-		rts = append(rts, route{lr.pattern, func(w http.ResponseWriter, r *http.Request) { a.lockCall(w, r, op) }})
+		rts = append(rts, route{lr.pattern, a.leaderOnly(func(w http.ResponseWriter, r *http.Request) { a.lockCall(w, r, op) })})
 	}
 	return rts
 }
@@ -327,8 +343,7 @@ func (a *API) stats(w http.ResponseWriter, _ *http.Request) {
 	if a.cfg.Stats != nil {
 		doc = a.cfg.Stats()
 	} else {
-		st := a.hub.Engine().LockStats(a.clock.Now(), a.hub.Connections())
-		doc = parse.AppendStats(nil, st, parse.ProfileV2)
+		doc = parse.AppendStats(nil, a.hub.Stats(false), parse.ProfileV2)
 	}
 	if len(doc) > 0 && doc[len(doc)-1] != '\n' {
 		doc = append(doc, '\n') // as every JSON reply here ends

@@ -26,17 +26,25 @@ func (a *API) withAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		al := a.timers.after(authFailDelay)
-		select {
-		case <-al.ring:
-		case <-r.Context().Done():
-			a.timers.cancel(&al.node)
-		case <-a.stop: // Shutdown stops the timers: answer now
-			a.timers.cancel(&al.node)
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="dflockd"`)
-		writeError(w, http.StatusUnauthorized, codeUnauthorized, "")
+		a.refuse(w, r, `Bearer realm="dflockd"`)
 	})
+}
+
+// refuse answers 401 after authFailDelay, with challenge (if not empty)
+// in WWW-Authenticate.
+func (a *API) refuse(w http.ResponseWriter, r *http.Request, challenge string) {
+	al := a.timers.after(authFailDelay)
+	select {
+	case <-al.ring:
+	case <-r.Context().Done():
+		a.timers.cancel(&al.node)
+	case <-a.stop: // Shutdown stops the timers: answer now
+		a.timers.cancel(&al.node)
+	}
+	if challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	writeError(w, http.StatusUnauthorized, codeUnauthorized, "")
 }
 
 // authorized compares the request's bearer token with the configured one
@@ -48,6 +56,12 @@ func (a *API) authorized(r *http.Request) bool {
 	if len(h) < len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
 		return false // the auth scheme is case-insensitive (RFC 9110 §11.1)
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(h[len(scheme):])))
-	return subtle.ConstantTimeCompare(got[:], a.tokenSum[:]) == 1
+	return sameToken(strings.TrimSpace(h[len(scheme):]), &a.tokenSum)
+}
+
+// sameToken compares got with the token whose SHA-256 is want, in
+// constant time whatever their lengths.
+func sameToken(got string, want *[sha256.Size]byte) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }

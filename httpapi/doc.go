@@ -32,9 +32,17 @@
 // connections' own deadlines are net/http's, on the sockets: the time
 // to send headers (10 s) and a body (10 s), and keep-alive idleness.
 //
+// On a cluster member (a hub made by session.NewClusterHub, and
+// Config.Cluster set) sessions and lock calls are the leader's and run
+// through the raft log, the other members answer them 503 not_leader
+// with the leader's client address in X-Dflockd-Leader, and GET
+// /v1/readindex and the admin routes that add and remove members are
+// served (cluster.go).
+//
 // Concurrency: an API is safe for concurrent use; each request runs on
 // its net/http goroutine and reaches the engine only through the hub.
 //
-// httpapi knows the engine's commands and results and the hub; it knows
-// nothing of gnet or of the line protocol's text.
+// httpapi knows the engine's commands and results, the hub, and of
+// package cluster its errors; it knows nothing of gnet or of the line
+// protocol's text.
 package httpapi

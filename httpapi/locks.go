@@ -77,6 +77,9 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 		// as a request read after the drain began is on TCP.
 		return engine.Result{Status: parse.StatusErrorDraining}, answered
 	}
+	if s.replies != nil {
+		return a.callReplica(ctx, s, req) // a cluster member's (cluster.go)
+	}
 	res := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
 	if res.Blocked {
 		select {
@@ -152,6 +155,9 @@ func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
 // reply writes the answer to a call of op that the engine answered.
 func (a *API) reply(w http.ResponseWriter, op parse.Op, res *engine.Result) {
 	switch res.Status {
+	case parse.StatusErrorNotLeader:
+		a.writeNotLeader(w) // a cluster member deposed while the call waited
+		return
 	case parse.StatusOK:
 		switch op {
 		case parse.OpRelease, parse.OpSemRelease:

@@ -219,7 +219,7 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 	for _, c := range []string{codeBadRequest, codeUnauthorized, codeNotFound, codeNotHeld, codeMethodNotAllowed,
 		codeClientCanceled, codeLimitMismatch, codeAlreadyEnqueued, codeNotEnqueued, codeLeaseExpired,
 		codeSessionGone, codeRateLimited, codeMaxLocks, codeMaxWaiters, codeMaxSessions, codeMaxSessionsPerIP,
-		codeDraining, codeFencePersistence, codeTypeMismatch, codeInternal} {
+		codeDraining, codeFencePersistence, codeTypeMismatch, codeInternal, codeNotLeader, codeAdminDisabled, codeUnavailable} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("error code %q is not in the document's Error enum", c)
 		}

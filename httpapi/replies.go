@@ -33,6 +33,13 @@ const (
 	// its key is a conflict like limit_mismatch.
 	codeTypeMismatch = "type_mismatch"
 	codeInternal     = "internal"
+	// The cluster's (spec §G; cluster.go): a member that does not lead,
+	// admin routes without an admin token, and a raft call that failed
+	// on the leader (unavailable: not in dflockd's map, whose cluster
+	// answers such failures 400 with a code of its own).
+	codeNotLeader     = "not_leader"
+	codeAdminDisabled = "admin_disabled"
+	codeUnavailable   = "unavailable"
 )
 
 // errorFor maps an engine status that is not a success of op to its HTTP

@@ -40,11 +40,18 @@ type httpSession struct {
 	// their end): the sweeper does not close a session in use.
 	inFlight atomic.Int32
 	lastSeen atomic.Int64 // timerwheel.Tick of the last request's end
+	// replies, on a cluster member, takes every result instead of late
+	// (cluster.go); nil on a single node.
+	replies *replies
 }
 
 // Post is the session's Endpoint: the hub hands it the late result of its
 // parked request, from any goroutine.
 func (s *httpSession) Post(r engine.Result) {
+	if s.replies != nil {
+		s.replies.post(r)
+		return
+	}
 	select {
 	case s.late <- r:
 	default:
@@ -202,6 +209,9 @@ func (a *API) open(ip netip.Addr) (*httpSession, string) {
 	}
 	for s.id == "" || t.byID[s.id] != nil {
 		s.id = newSessionID()
+	}
+	if a.hub.Clustered() {
+		s.replies = newReplies()
 	}
 	s.conn = a.hub.OpenEndpoint(s)
 	now := a.clock.Now()

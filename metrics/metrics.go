@@ -25,9 +25,12 @@ import (
 	"github.com/dflockd-ng/dflockd/session"
 )
 
-// Sources are what a scrape reads. Fences, Transports and Ready may be
-// nil.
+// Sources are what a scrape reads. Engine, Fences, Transports, Ready and
+// Raft may be nil.
 type Sources struct {
+	// Engine: nil reads the hub's at each scrape (a cluster member's
+	// replica is replaced when it installs a snapshot, and is nil before
+	// the cluster's first entry: no engine metrics then).
 	Engine *engine.Engine
 	Hub    *session.Hub
 	Fences *fence.Allocator
@@ -39,6 +42,9 @@ type Sources struct {
 	Ready func() bool
 	// Start is when the server started (dflockd_uptime_seconds).
 	Start time.Time
+	// Raft, on a cluster member, reads its raft state for the
+	// dflockd_raft_* metrics (raft.go).
+	Raft func() Raft
 }
 
 // NewRegistry returns a registry with the server's collector and the Go
@@ -46,6 +52,9 @@ type Sources struct {
 func NewRegistry(src Sources) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(src))
+	if src.Raft != nil {
+		reg.MustRegister(newRaftCollector(src.Raft))
+	}
 	reg.MustRegister(collectors.NewGoCollector())
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
@@ -125,18 +134,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge("dflockd_transport_connections", float64(n()), name)
 	}
 
-	m := src.Engine.Metrics()
-	gauge("dflockd_keys", float64(m.Keys))
-	gauge("dflockd_locks_held", float64(m.LocksHeld))
-	gauge("dflockd_lock_waiters", float64(m.LockWaiters))
-	gauge("dflockd_semaphore_holders", float64(m.SemaphoreSlots))
-	gauge("dflockd_semaphore_waiters", float64(m.SemaphoreWaiters))
-	gauge("dflockd_rw_lock_holders", float64(m.RWHolders))
-	gauge("dflockd_rw_lock_waiters", float64(m.RWWaiters))
-	counter("dflockd_grants_total", m.Grants)
-	counter("dflockd_releases_total", m.Releases)
-	counter("dflockd_lease_expiries_total", m.LeaseExpiries)
-	counter("dflockd_timeouts_total", m.Timeouts)
+	eng := src.Engine
+	if eng == nil {
+		eng = src.Hub.Engine()
+	}
+	if eng != nil {
+		c.collectEngine(ch, eng)
+	}
 
 	counts := src.Hub.Counts()
 	for op := range parse.NumOps {
@@ -157,7 +161,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("dflockd_pushes_total", counts.Pushes)
 	counter("dflockd_slow_consumers_total", counts.SlowConsumers)
 
-	gauge("dflockd_fence_last", float64(src.Engine.LastFence()))
 	if src.Fences != nil {
 		fs := src.Fences.Stats()
 		durable, failed := 0.0, 0.0
@@ -174,4 +177,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter("dflockd_fence_persist_stalls_total", fs.Stalls)
 		gauge("dflockd_fence_persist_max_seconds", fs.MaxPersist.Seconds())
 	}
+}
+
+// collectEngine is the part of Collect that reads the engine.
+func (c *collector) collectEngine(ch chan<- prometheus.Metric, eng *engine.Engine) {
+	gauge := func(name string, v float64) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v)
+	}
+	counter := func(name string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v))
+	}
+	m := eng.Metrics()
+	gauge("dflockd_keys", float64(m.Keys))
+	gauge("dflockd_locks_held", float64(m.LocksHeld))
+	gauge("dflockd_lock_waiters", float64(m.LockWaiters))
+	gauge("dflockd_semaphore_holders", float64(m.SemaphoreSlots))
+	gauge("dflockd_semaphore_waiters", float64(m.SemaphoreWaiters))
+	gauge("dflockd_rw_lock_holders", float64(m.RWHolders))
+	gauge("dflockd_rw_lock_waiters", float64(m.RWWaiters))
+	counter("dflockd_grants_total", m.Grants)
+	counter("dflockd_releases_total", m.Releases)
+	counter("dflockd_lease_expiries_total", m.LeaseExpiries)
+	counter("dflockd_timeouts_total", m.Timeouts)
+	gauge("dflockd_fence_last", float64(eng.LastFence()))
 }

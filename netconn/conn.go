@@ -70,6 +70,7 @@ const (
 	evDrained                       // the output drained while reading was paused
 	evSockDone                      // the socket is closed
 	evAbort                         // close now (Shutdown's time ran out)
+	evHangup                        // close once the queued output is sent (Server.Hangup)
 )
 
 // notify records events for the owner and wakes it; any goroutine.

@@ -159,6 +159,10 @@ func (c *conn) service() {
 		// reports the end.
 		c.Close()
 		return
+	case ev&evHangup != 0 && !c.closing:
+		// After the deliveries above: their replies go out first. The
+		// close arms the linger, so a timer event now is not needed.
+		c.Close()
 	case ev&evTimer != 0 && c.closing:
 		c.linger()
 	case ev&evTimer != 0:

@@ -78,6 +78,9 @@ func (c *conn) readOnce() {
 		c.deadlinePast = true
 	default:
 		c.readDone = true
+		if !c.closing && c.sess.PeerClosed() {
+			return // the session closes once its replies are written
+		}
 		c.Close()
 	}
 }

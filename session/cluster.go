@@ -48,7 +48,7 @@ func (h *Hub) openID(now timerwheel.Instant) engine.SessionID {
 		return h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
 	}
 	for {
-		if id := h.conn.Add(1); id != 0 && h.lookup(engine.SessionID(id)) == nil {
+		if id := h.conn.Add(1); id != 0 && h.lookup(engine.SessionID(id)) == nil && h.endpoint(engine.SessionID(id)) == nil {
 			return engine.SessionID(id)
 		}
 	}
@@ -104,7 +104,32 @@ func (s *Session) toLog(req *parse.Request, err error) bool {
 // not read before them, as under v1 (v1.go).
 func (s *Session) waitForLog() {
 	s.blocked = true
-	if !s.readOff {
+}
+
+// PeerClosed is called by a transport that read the end of its peer's
+// input (EOF, or the socket failed): it reports whether the transport
+// must keep the connection open for writing instead of closing it. A
+// cluster session with requests in the log does: it proposes its close
+// at once, behind them, so that they are answered first (a client that
+// half-closes after its requests, nc -N, gets its replies) while a wait
+// among them is withdrawn by the close, as a single node withdraws the
+// wait of a client that went away. The close's application ends it
+// (KindGone), as does a demotion, which answers everything.
+func (s *Session) PeerClosed() bool {
+	if s.hub.replica == nil || s.awaiting == 0 || s.closed || s.peerGone {
+		return false
+	}
+	s.peerGone = true
+	s.hub.replica.Close(uint32(s.id))
+	return true
+}
+
+// pauseIfFlooded stops reading a session waiting for the log once its
+// unparsed input passes maxPausedInput: it reads on meanwhile (to notice
+// its peer's going), but flow control must hold back a client that
+// pipelines far ahead of its replies.
+func (s *Session) pauseIfFlooded(unparsed int) {
+	if unparsed >= maxPausedInput && !s.readOff {
 		s.pauseWhileBlocked()
 	}
 }
@@ -113,6 +138,12 @@ func (s *Session) waitForLog() {
 // for a demotion's error_not_leader, answers every request still there
 // with it; then parsing resumes once nothing is left in flight.
 func (s *Session) deliverFromLog(r engine.Result) {
+	if r.Kind == engine.KindGone {
+		if s.peerGone {
+			s.t.Close() // after what is queued
+		}
+		return
+	}
 	if s.awaiting == 0 {
 		return // a demotion notice for a session with nothing in the log
 	}
@@ -131,7 +162,10 @@ func (s *Session) deliverFromLog(r engine.Result) {
 	s.write(out)
 	sc.Out = out[:0]
 	s.awaiting -= n
-	if s.awaiting == 0 && s.blocked {
+	switch {
+	case s.awaiting == 0 && s.peerGone:
+		s.t.Close() // all answered (a demotion); nobody reads on
+	case s.awaiting == 0 && s.blocked:
 		s.unblock(s.hub.clock.Now())
 	}
 }
@@ -152,6 +186,8 @@ func (h *Hub) Deliver(conn uint32, hasReply bool, r engine.Result, fx *engine.Ef
 				r.Kind, r.Int = engine.KindInt, int64(h.receivers(fx))
 			}
 			s.t.Post(r)
+		} else if e := h.endpoint(engine.SessionID(conn)); e != nil {
+			e.Post(r) // an HTTP session's (endpoint_cluster.go)
 		}
 	}
 	if len(fx.List) > 0 {
@@ -181,7 +217,8 @@ func (h *Hub) receivers(fx *engine.Effects) (n int) {
 }
 
 // Demoted answers error_not_leader to every session waiting for a result
-// this node will no longer deliver; sessions not waiting ignore it.
+// this node will no longer deliver; sessions not waiting ignore it, and
+// so do endpoints (Endpoint).
 func (h *Hub) Demoted() {
 	nl := h.notLeader()
 	for i := range h.routes {
@@ -189,6 +226,9 @@ func (h *Hub) Demoted() {
 		rs.mu.RLock()
 		for _, s := range rs.m {
 			s.t.Post(nl)
+		}
+		for _, e := range rs.ep {
+			e.Post(nl)
 		}
 		rs.mu.RUnlock()
 	}

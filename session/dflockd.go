@@ -30,6 +30,9 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 	case s.discarding:
 		n, out, stop := s.drainLongLine(buf, out, now)
 		return n, out, false, stop
+	case s.blocked && s.hub.replica != nil:
+		s.pauseIfFlooded(len(buf))
+		return 0, out, false, false
 	case s.blocked:
 		return 0, out, false, len(buf) >= s.maxBlockedInput()
 	}
@@ -82,7 +85,9 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		n, o, st := s.drainLongLine(buf[off:], out, now)
 		return off + n, o, false, st
 	}
-	if s.blocked && len(buf)-off >= s.maxBlockedInput() {
+	if s.blocked && s.hub.replica != nil {
+		s.pauseIfFlooded(len(buf) - off)
+	} else if s.blocked && len(buf)-off >= s.maxBlockedInput() {
 		// What arrived behind the parked request already fills dflockd's
 		// read buffer (spec §A.6).
 		return off, out, false, true
@@ -168,6 +173,11 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 			return parse.AppendStatus(out, parse.StatusError), false
 		}
 		s.stableRef = true
+		if s.hub.replica != nil {
+			// The replicated state keeps it: the identity under which
+			// this connection's claims outlive it (--orphan-ttl).
+			return s.submit(out, req), false
+		}
 		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpStats:
 		return s.appendStats(out, now), false

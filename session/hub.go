@@ -245,7 +245,10 @@ func pushLen(p *engine.Push) int { return parse.PushLen(p.Kind, p.A, p.B) }
 // byte stream: an HTTP session, which calls the engine directly. The hub
 // hands it the results addressed to it (the late reply of a parked
 // request: a grant, a timeout, an error) through Post, from any
-// goroutine, without blocking. Endpoints never register for pushes.
+// goroutine, without blocking. Endpoints never register for pushes. On a
+// cluster hub every result comes through Post (endpoint_cluster.go), and
+// so does a demotion's error_not_leader, whether or not a request of the
+// endpoint is in flight.
 type Endpoint interface {
 	Post(r engine.Result)
 }
@@ -254,8 +257,7 @@ type Endpoint interface {
 // the same space as the protocol sessions', queues in the same FIFOs, and
 // counts in stats' connections.
 func (h *Hub) OpenEndpoint(e Endpoint) engine.SessionID {
-	var fx engine.Effects
-	id := h.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: h.clock.Now()}, &fx).Session
+	id := h.openID(h.clock.Now()) // in cluster mode, a connection number (endpoint_cluster.go)
 	rs := h.routeShard(id)
 	rs.mu.Lock()
 	rs.ep[id] = e
@@ -277,6 +279,10 @@ func (h *Hub) CloseEndpoint(id engine.SessionID) {
 		return
 	}
 	h.conns.Add(-1)
+	if h.replica != nil {
+		h.replica.Close(uint32(id)) // through the log, as a connection's close
+		return
+	}
 	var fx engine.Effects
 	h.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: id, At: h.clock.Now()}, &fx)
 	h.Route(&fx)

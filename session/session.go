@@ -61,6 +61,9 @@ type Session struct {
 	// set by exec for a frame that must wait for them.
 	awaiting int
 	retry    bool
+	// peerGone: the peer's input ended while requests were in the log;
+	// the session waits for their replies, then closes (PeerClosed).
+	peerGone bool
 	// backlog tracks unread pushes (pushes.go).
 	backlog pushBacklog
 
@@ -173,7 +176,9 @@ func (s *Session) Closed() {
 	}
 	s.closed = true
 	if r := s.hub.replica; r != nil {
-		r.Close(uint32(s.id))
+		if !s.peerGone { // else proposed already
+			r.Close(uint32(s.id))
+		}
 		s.hub.forget(s)
 		return
 	}

@@ -21,6 +21,7 @@ var (
 		"list":       {"push", "pop", "range", "len"},
 		"file":       {"try", "acquire", "release", "status", "cleanup"},
 		"completion": {"bash", "zsh"},
+		"cluster":    {"add", "remove"},
 	}
 	completionFlags = map[string][]string{
 		"lock":    {"--timeout", "--lease", "--limit", "--keepalive", "--kill-on-lost"},
@@ -32,12 +33,13 @@ var (
 		"observe": {"--count", "--timeout"},
 		"barrier": {"--timeout"},
 		"file":    {"--tag", "--stale", "--pid", "--timeout", "--verbose", "--force"},
+		"cluster": {"--http", "--admin-token", "--admin-token-file"},
 	}
 	globalFlags = []string{"--server", "--cluster", "--auth-token", "--auth-token-file", "--tls", "--tls-ca",
 		"--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure", "--json", "--help"}
 	// valueFlags take the next word as their value; pathFlags a path.
-	valueFlags = []string{"--server", "--auth-token", "--tls-server-name"}
-	pathFlags  = []string{"--auth-token-file", "--tls-ca", "--tls-cert", "--tls-key"}
+	valueFlags = []string{"--server", "--auth-token", "--tls-server-name", "--http", "--admin-token"}
+	pathFlags  = []string{"--auth-token-file", "--tls-ca", "--tls-cert", "--tls-key", "--admin-token-file"}
 )
 
 func (c *cli) completion(_ *globals, args []string) int {

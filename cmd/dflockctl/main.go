@@ -6,8 +6,9 @@
 //   - every other command talks to a dflockd server through package client:
 //     "lock" and "elect" hold a lock or a leadership while a command runs,
 //     kv, counter, list, signal, listen, watch, barrier and observe reach the
-//     other primitives, "raw" sends any request, and "interactive" is a
-//     prompt with line editing and history.
+//     other primitives, "raw" sends any request, "interactive" is a
+//     prompt with line editing and history, and "cluster add|remove"
+//     changes a cluster's membership through its leader's HTTP admin API.
 //
 // Global options go before or after the command's name. Exit codes are
 // listed in exitcode.go and README.md.
@@ -59,6 +60,9 @@ Server commands:
   ping                             stats
   raw CMD KEY ARG                  interactive (also: no command, on a terminal)
 
+Cluster membership (the leader's HTTP admin API):
+  cluster add ID RAFT_ADDR CLIENT_ADDR | cluster remove ID   [--http HOST:PORT,...] [--admin-token T]
+
 File locks (no server):
   file try|acquire|release|status|cleanup PATH [options]
 
@@ -100,6 +104,7 @@ func init() {
 		"ping":        {run: (*cli).ping, interactive: true},
 		"stats":       {run: (*cli).stats, interactive: true},
 		"raw":         {run: (*cli).raw, interactive: true},
+		"cluster":     {run: (*cli).cluster},
 		"interactive": {run: (*cli).interactive},
 		"completion":  {run: (*cli).completion},
 		"version":     {run: (*cli).printVersion, interactive: true},

@@ -33,17 +33,23 @@ import (
 
 // ClusterConfig is the cluster part of the configuration (spec §E.2 V2C).
 type ClusterConfig struct {
-	RaftDir       string // --raft-dir: presence = cluster mode
-	NodeID        string // --node-id
-	RaftAddr      string // --raft-addr: host:port raft listens on
-	Peers         string // --cluster-peers
-	AdvertiseAddr string // --advertise-addr: this node's client address
-	Bootstrap     bool   // --cluster-bootstrap
-	RaftToken     string // --raft-auth-token, or the content of RaftTokenFile
-	RaftTokenFile string // --raft-auth-token-file
-	RaftTLSCert   string // --raft-tls-cert, --raft-tls-key, --raft-tls-ca: all or none
+	RaftDir       string        // --raft-dir: presence = cluster mode
+	NodeID        string        // --node-id
+	RaftAddr      string        // --raft-addr: host:port raft listens on
+	Peers         string        // --cluster-peers
+	AdvertiseAddr string        // --advertise-addr: this node's client address
+	Bootstrap     bool          // --cluster-bootstrap
+	Forward       bool          // --cluster-forward: followers relay client connections to the leader (forward.go)
+	OrphanTTL     time.Duration // --orphan-ttl: stable-ref orphans kept this long (0: off)
+	RaftToken     string        // --raft-auth-token, or the content of RaftTokenFile
+	RaftTokenFile string        // --raft-auth-token-file
+	RaftTLSCert   string        // --raft-tls-cert, --raft-tls-key, --raft-tls-ca: all or none
 	RaftTLSKey    string
 	RaftTLSCA     string
+	// AdminToken: --admin-token, or the content of AdminTokenFile: the
+	// HTTP admin routes' token (admin.go).
+	AdminToken     string
+	AdminTokenFile string // --admin-token-file
 }
 
 // resolveRaftToken reads --raft-auth-token-file when the token itself is
@@ -67,10 +73,17 @@ func resolveRaftToken(c *ClusterConfig) error {
 func checkCluster(cfg *Config) error {
 	c := &cfg.Cluster
 	if c.RaftDir == "" {
+		var errs []error
 		if c.NodeID != "" || c.RaftAddr != "" || c.Peers != "" || c.Bootstrap {
-			return errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)")
+			errs = append(errs, errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)"))
 		}
-		return nil
+		if c.Forward {
+			errs = append(errs, errors.New("--cluster-forward needs --raft-dir (cluster mode): only a cluster member has a leader to forward to"))
+		}
+		if c.OrphanTTL > 0 {
+			errs = append(errs, errors.New("--orphan-ttl needs --raft-dir (cluster mode): a single node's stable-ref is inert"))
+		}
+		return errors.Join(errs...)
 	}
 	var errs []error
 	if cfg.GodistlockPort != 0 {
@@ -173,6 +186,7 @@ type clusterServer struct {
 	hub      *session.Hub
 	srv      *netconn.Server
 	client   net.Listener
+	fw       *forwarder // --cluster-forward; nil without
 	shutdown time.Duration
 	shut     chan struct{}
 }
@@ -225,12 +239,17 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 	}
 	r := &replica{}
 	hub := session.NewClusterHub(scfg, r, timerwheel.NewMonoClock())
+	var out cluster.Output = hub
+	var fw *forwarder
+	if c.Forward {
+		fw, out, client = clusterForwarder(cfg, log, client, &ncfg, hub, r)
+	}
 	rc := cluster.DefaultRaft()
 	rc.Logger = rlog
 	node, err := cluster.New(cluster.Config{
 		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Logs,
-		Snapshots: storage.Snaps, Raft: rc, Output: hub, ClientAddrs: addrs,
-		GCInterval: cfg.GCInterval,
+		Snapshots: storage.Snaps, Raft: rc, Output: out, ClientAddrs: addrs,
+		GCInterval: cfg.GCInterval, OrphanTTL: c.OrphanTTL,
 		Init: cluster.Init{Profile: ecfg.Profile, DefaultLease: ecfg.DefaultLease, MaxLocks: ecfg.MaxLocks,
 			MaxWaiters: ecfg.MaxWaiters, KeepOnDisconnect: ecfg.KeepOnDisconnect, GCMaxIdle: ecfg.GCMaxIdle,
 			MaxKeys: ecfg.MaxKeys, MaxListLength: ecfg.MaxListLength, MaxSubscriptions: ecfg.MaxSubscriptions,
@@ -253,8 +272,12 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 		ncfg.TLS = certs.Config()
 		ncfg.HandshakeTimeout = cfg.ReadTimeout
 	}
-	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: netconn.New(hub, ncfg),
-		client: client, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
+	srv := netconn.New(hub, ncfg)
+	if fw != nil {
+		fw.srv.Store(srv)
+	}
+	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv,
+		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
 }
 
 // Serve serves clients until Shutdown.
@@ -280,7 +303,7 @@ func (s *clusterServer) Shutdown(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, s.shutdown)
 		defer cancel()
 	}
-	err := s.srv.Shutdown(ctx)
+	err := s.shutdownClients(ctx) // forward.go
 	if e := s.node.Shutdown(); e != nil && err == nil {
 		err = e
 	}
@@ -293,5 +316,5 @@ func (s *clusterServer) Shutdown(ctx context.Context) error {
 // clusterAttrs describe the node for the listening line.
 func clusterAttrs(c *ClusterConfig) []any {
 	return []any{"cluster", true, "node_id", c.NodeID, "raft_addr", c.RaftAddr, "raft_tls", c.RaftTLSCert != "",
-		"peers", strings.Count(c.Peers, "=")}
+		"peers", strings.Count(c.Peers, "="), "forward", c.Forward}
 }

@@ -31,6 +31,12 @@ type member struct {
 // startMembers runs an n-member cluster bootstrapped from its peer list.
 func startMembers(t *testing.T, n int) []*member {
 	t.Helper()
+	return startMembersWith(t, n)
+}
+
+// startMembersWith is startMembers with extra flags for every member.
+func startMembersWith(t *testing.T, n int, extra ...string) []*member {
+	t.Helper()
 	token := strings.Repeat("k", 40)
 	var ms []*member
 	var peers []string
@@ -47,6 +53,7 @@ func startMembers(t *testing.T, n int) []*member {
 		m.args = []string{"--host", "127.0.0.1", "--port", port, "--raft-dir", filepath.Join(dir, m.id),
 			"--node-id", m.id, "--raft-addr", raftAddrs[i], "--cluster-peers", strings.Join(peers, ","),
 			"--cluster-bootstrap", "--raft-auth-token", token, "--shutdown-timeout", "1"}
+		m.args = append(m.args, extra...)
 		m.start()
 	}
 	return ms

@@ -277,7 +277,7 @@ var settingGroups = []settingGroup{
 	}},
 	{"HTTP API (spec §F.2): --http-port serves it, with /health, /ready and /metrics", []setting{
 		{flag: "http-port", env: "DFLOCKD_HTTP_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
-			usage: "serve the HTTP API on this TCP port, 0..65535 (0 = off; not in cluster mode); HTTPS with --tls-cert",
+			usage: "serve the HTTP API on this TCP port, 0..65535 (0 = off); HTTPS with --tls-cert",
 			field: func(c *Config) any { return &c.HTTP.Port }},
 		{flag: "http-host", env: "DFLOCKD_HTTP_HOST", kind: kindString, arg: "ADDR", def: "--host",
 			usage: "address the HTTP API listens on (unset = --host's)",
@@ -323,6 +323,12 @@ var settingGroups = []settingGroup{
 		{flag: "cluster-bootstrap", env: "DFLOCKD_CLUSTER_BOOTSTRAP", kind: kindBool,
 			usage: "create the cluster from --cluster-peers if the raft directory is empty",
 			field: func(c *Config) any { return &c.Cluster.Bootstrap }},
+		{flag: "cluster-forward", env: "DFLOCKD_CLUSTER_FORWARD", kind: kindBool,
+			usage: "a follower relays each client connection to the leader, for clients that do not follow error_not_leader",
+			field: func(c *Config) any { return &c.Cluster.Forward }},
+		{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
+			usage: "keep a closed connection's locks and queue places this long for a new connection presenting its stable-ref (0: off; cluster mode)",
+			field: func(c *Config) any { return &c.Cluster.OrphanTTL }},
 		{flag: "raft-auth-token", env: "DFLOCKD_RAFT_AUTH_TOKEN", kind: kindString, arg: "TOKEN",
 			usage: "shared secret of the members, >= 32 bytes; required in cluster mode",
 			field: func(c *Config) any { return &c.Cluster.RaftToken }},
@@ -338,6 +344,12 @@ var settingGroups = []settingGroup{
 		{flag: "raft-tls-ca", env: "DFLOCKD_RAFT_TLS_CA", kind: kindString, arg: "FILE",
 			usage: "CA that signed every member's raft certificate",
 			field: func(c *Config) any { return &c.Cluster.RaftTLSCA }},
+		{flag: "admin-token", env: "DFLOCKD_ADMIN_TOKEN", kind: kindString, arg: "TOKEN",
+			usage: "token of the HTTP admin routes that add and remove members (X-Dflockd-Admin); unset: they answer 503",
+			field: func(c *Config) any { return &c.Cluster.AdminToken }},
+		{flag: "admin-token-file", env: "DFLOCKD_ADMIN_TOKEN_FILE", kind: kindString, arg: "FILE",
+			usage: "read the admin token from this file (contents trimmed) when --admin-token is unset",
+			field: func(c *Config) any { return &c.Cluster.AdminTokenFile }},
 	}},
 	{"Information", []setting{
 		{flag: flagVersion, kind: kindManualBool, def: "-", usage: "print the version and exit"},
@@ -374,15 +386,10 @@ const (
 	// client of that stream is expected, and none would get it.
 	reasonSSE = "the HTTP API's SSE signal routes (dflockd v1.15-v1.16) are not supported by dflockd-ng yet; " +
 		"use the line protocol's listen and signal, or remove the setting"
-	reasonCluster = "the cluster admin API and stable-ref orphans are not supported by dflockd-ng yet; " +
-		"remove the setting"
 )
 
 var unsupportedFlags = []unsupportedFlag{
 	{flag: "http-sse-ping-interval", env: "DFLOCKD_HTTP_SSE_PING_S", arg: "SECONDS", reason: reasonSSE},
-
-	{flag: "admin-token", env: "DFLOCKD_ADMIN_TOKEN", arg: "TOKEN", reason: reasonCluster},
-	{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", off: "0", arg: "SECONDS", reason: reasonCluster},
 }
 
 // harmless reports whether v leaves the unsupported feature off (see
@@ -608,6 +615,9 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		errs = append(errs, err)
 	}
 	if err := checkHTTP(&cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if err := resolveAdminToken(&cfg.Cluster); err != nil { // admin.go
 		errs = append(errs, err)
 	}
 	if err := resolveRaftToken(&cfg.Cluster); err != nil {

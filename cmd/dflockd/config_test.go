@@ -497,8 +497,6 @@ func TestConfigAuthToken(t *testing.T) {
 // dflockd flags whose feature dflockd-ng lacks (spec §E.2).
 var unsupported = []struct{ flag, env string }{
 	{"http-sse-ping-interval", "DFLOCKD_HTTP_SSE_PING_S"},
-	{"admin-token", "DFLOCKD_ADMIN_TOKEN"},
-	{"orphan-ttl", "DFLOCKD_ORPHAN_TTL_S"},
 }
 
 func TestConfigUnsupportedRefused(t *testing.T) {
@@ -522,7 +520,10 @@ func TestConfigUnsupportedRefused(t *testing.T) {
 		})
 	}
 	wantErr(t, []string{"--log-format=xml"}, nil, "--log-format must be one of text, json")
-	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl: the cluster admin API and stable-ref orphans")
+	// Orphans are a cluster feature: on a single node stable-ref is inert.
+	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl needs --raft-dir")
+	wantErr(t, nil, map[string]string{"DFLOCKD_ORPHAN_TTL_S": "30"}, "--orphan-ttl needs --raft-dir")
+	wantErr(t, []string{"--orphan-ttl", "-1"}, nil, "--orphan-ttl must be an integer number of seconds")
 	// The HTTP API is served, its SSE signal stream is not: any interval
 	// set, dflockd's default 15 and 0 too, asks for a stream nobody gets.
 	for _, v := range []string{"15", "0"} {
@@ -892,6 +893,8 @@ func TestConfigHTTP(t *testing.T) {
 	cluster := []string{"--raft-dir", "/var/lib/dflockd", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
 		"--cluster-peers", "n1=127.0.0.1:7001@127.0.0.1:6388", "--raft-auth-token", token}
 	mustLoad(t, cluster, nil)
-	wantErr(t, append(cluster, "--http-port", "6389"), nil,
-		"--http-port: the HTTP API is not served in cluster mode (--raft-dir)", "remove --http-port")
+	// Cluster members serve it too (http_cluster.go).
+	if cfg, _ := mustLoad(t, append(cluster, "--http-port", "6389"), nil); cfg.HTTP.Port != 6389 {
+		t.Errorf("--http-port in cluster mode: %+v", cfg.HTTP)
+	}
 }

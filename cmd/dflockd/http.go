@@ -6,11 +6,8 @@ package main
 // connection id from the same space, queued in the same FIFOs. /metrics
 // (package metrics) is served there, as in dflockd v2. With --tls-cert the
 // HTTP listener speaks HTTPS with the same certificate store, so one
-// SIGHUP reloads both.
-//
-// Not in cluster mode: httpapi opens sessions and runs commands with
-// Hub.OpenEndpoint and Hub.Apply, which a cluster hub (whose commands go
-// through the raft log) does not have; LoadConfig refuses the combination.
+// SIGHUP reloads both. On a cluster member it is served over the
+// member's cluster hub (http_cluster.go).
 
 import (
 	"context"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/httpapi"
 	"github.com/dflockd-ng/dflockd/metrics"
@@ -51,7 +49,7 @@ type HTTPConfig struct {
 
 // checkHTTP refuses what cannot be served: the HTTP API on a port another
 // listener of this server takes (dflockd v2 refuses --http-port equal to
-// --port as well), and in cluster mode (see the file comment).
+// --port as well).
 func checkHTTP(cfg *Config) error {
 	h := &cfg.HTTP
 	if h.Port == 0 {
@@ -63,10 +61,6 @@ func checkHTTP(cfg *Config) error {
 	}
 	if h.Port == cfg.GodistlockPort {
 		errs = append(errs, errors.New("--http-port (DFLOCKD_HTTP_PORT) must differ from --godistlock-port (DFLOCKD_GODISTLOCK_PORT)"))
-	}
-	if cfg.Cluster.RaftDir != "" {
-		errs = append(errs, errors.New("--http-port: the HTTP API is not served in cluster mode (--raft-dir) by dflockd-ng yet; "+
-			"cluster members serve the line protocol on --port only: remove --http-port"))
 	}
 	return errors.Join(errs...)
 }
@@ -95,7 +89,10 @@ func corsOrigins(list string) []string {
 // httpSources is what the HTTP API serves besides the hub's sessions and
 // locks: the stats document, the metrics' sources, the TLS certificate.
 type httpSources struct {
-	hub     *session.Hub
+	hub *session.Hub
+	// member, in cluster mode, is the cluster member (hub is then nil:
+	// its hub is the member's).
+	member  *clusterServer
 	profile parse.Profile
 	fences  *fence.Allocator
 	certs   *tlscert.Store // nil: plain HTTP
@@ -111,8 +108,17 @@ type httpSources struct {
 // the whole server.
 func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	var api *httpapi.API
+	var eng *engine.Engine // nil: the hub's at each scrape, a cluster replica's
+	var rm func() metrics.Raft
+	if src.member != nil {
+		// The replica's fences are the log's, not the local allocator's.
+		src.hub, rm, src.fences = src.member.hub, raftMetrics(src.member.node), nil
+	} else {
+		eng = src.hub.Engine()
+	}
 	reg := metrics.NewRegistry(metrics.Sources{
-		Engine: src.hub.Engine(),
+		Engine: eng,
+		Raft:   rm,
 		Hub:    src.hub,
 		Fences: src.fences,
 		Transports: map[string]func() int{
@@ -140,23 +146,20 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	if src.certs != nil {
 		acfg.TLS = src.certs.Config()
 	}
+	if src.member != nil {
+		acfg.Cluster, acfg.AdminToken = src.member.node, cfg.Cluster.AdminToken
+	}
 	api = httpapi.New(src.hub, acfg)
 	return api
 }
 
 // statsDocument returns GET /v1/stats: the document the line protocol's
 // stats command answers after "ok " (session's appendStats), in the
-// server's profile: the five keys of v1 and v2, every array under rf.
+// server's profile: the five keys of v1 and v2, every array under rf,
+// and on a cluster member its "cluster" object.
 func statsDocument(hub *session.Hub, profile parse.Profile) func() []byte {
 	return func() []byte {
-		now := hub.Clock().Now()
-		var st *parse.Stats
-		if profile == parse.ProfileRF {
-			st = hub.Engine().Stats(now, hub.Connections())
-		} else {
-			st = hub.Engine().LockStats(now, hub.Connections())
-		}
-		return parse.AppendStats(nil, st, profile)
+		return parse.AppendStats(nil, hub.Stats(profile == parse.ProfileRF), profile)
 	}
 }
 

@@ -502,19 +502,16 @@ func TestHTTPOverTLS(t *testing.T) {
 }
 
 // What cannot be served stops startup: the HTTP port on --port's (exit
-// 2), in cluster mode (exit 2), a port in use (exit 1, nothing says
-// listening).
+// 2), an admin token without cluster mode (exit 2), a port in use (exit
+// 1, nothing says listening).
 func TestHTTPStartupErrors(t *testing.T) {
 	bin := binary(t)
-	token := strings.Repeat("t", 32)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--port", "7390", "--http-port", "7390"}, "--http-port (DFLOCKD_HTTP_PORT) must differ from --port"},
-		{[]string{"--port", "0", "--http-port", "7391", "--raft-dir", t.TempDir(), "--node-id", "n1",
-			"--raft-addr", "127.0.0.1:7392", "--cluster-peers", "n1=127.0.0.1:7392@127.0.0.1:7393", "--raft-auth-token", token},
-			"the HTTP API is not served in cluster mode"},
+		{[]string{"--port", "0", "--http-port", "7391", "--admin-token", "s3cret"}, "--admin-token and --admin-token-file need --raft-dir"},
 	} {
 		out, err := exec.Command(bin, c.args...).CombinedOutput()
 		var ee *exec.ExitError

@@ -122,6 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// runs its housekeeping (hub.Start) from before serving to after the
 	// last transport has stopped. A cluster member's hub is the cluster's.
 	var hub *session.Hub
+	var member *clusterServer // cluster mode: serves the HTTP API over its own hub
 	transport, conns := "tcp", func() int { return 0 }
 	if cfg.Cluster.RaftDir != "" {
 		ls, failed, err := listenAll([]string{addr})
@@ -130,13 +131,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cs, err := newClusterServer(cfg, log, ls[0], certs, scfg, ecfg,
-			netconn.Config{Limiter: limiter, Events: events, Logf: logf})
+			netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count})
 		if err != nil {
 			ls[0].Close()
 			log.Error("cannot start the cluster member", "error", err)
 			return 1
 		}
-		srv = cs
+		srv, member, conns = cs, cs, cs.srv.Connections
+		if certs != nil {
+			transport = "tls"
+		}
 		close(ready)
 	} else if certs != nil {
 		// The listeners are bound here, so a bind error is reported before
@@ -179,7 +183,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var api *httpapi.API
 	if httpL != nil {
-		api = newHTTPAPI(cfg, httpSources{hub: hub, profile: profile, fences: fences, certs: certs,
+		api = newHTTPAPI(cfg, httpSources{hub: hub, member: member, profile: profile, fences: fences, certs: certs,
 			transport: transport, conns: conns, start: start, logf: logf})
 	}
 	warnUnbounded(log, cfg)
@@ -335,6 +339,9 @@ func redacted(c Config) Config {
 	}
 	if c.Cluster.RaftToken != "" {
 		c.Cluster.RaftToken = "<redacted>"
+	}
+	if c.Cluster.AdminToken != "" {
+		c.Cluster.AdminToken = "<redacted>"
 	}
 	return c
 }

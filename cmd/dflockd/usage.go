@@ -127,8 +127,6 @@ func (u *unsupportedFlag) feature() string {
 	switch u.reason {
 	case reasonSSE:
 		return "HTTP SSE signal routes"
-	case reasonCluster:
-		return "cluster mode"
 	}
 	return "not supported"
 }

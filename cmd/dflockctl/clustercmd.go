@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// "cluster add|remove" changes a dflockd-ng cluster's membership through
+// the HTTP admin API of its leader (POST /v1/admin/voters, DELETE
+// /v1/admin/voters/{id}: spec §F.2), with the admin token in
+// X-Dflockd-Admin. The HTTP API has addresses of its own (--http-port),
+// so the command takes them apart from --server; a member that does not
+// lead answers 503 not_leader, and the next listed address is asked.
+
+const clusterUsage = `usage: dflockctl cluster add ID RAFT_ADDR CLIENT_ADDR [options]
+       dflockctl cluster remove ID [options]
+
+Changes the membership of a dflockd-ng cluster through the HTTP admin API
+of its leader (members started with --http-port and --admin-token):
+"add" makes server ID, listening for raft on RAFT_ADDR and for clients
+on CLIENT_ADDR (both host:port), a voting member; it must run with the
+cluster's --raft-auth-token and without --cluster-bootstrap. "remove"
+takes member ID out. Each --http address is asked in turn until one
+leads.
+
+options:
+  --http HOST:PORT[,HOST:PORT...]   the members' HTTP API (default: $DFLOCKD_HTTP_HOST, else the
+                                    --server host, and port $DFLOCKD_HTTP_PORT, else 6389)
+  --admin-token T, --admin-token-file F
+                                    the admin token (default: $DFLOCKD_ADMIN_TOKEN,
+                                    $DFLOCKD_ADMIN_TOKEN_FILE)
+global options: --auth-token (sent as a bearer token), --tls* (HTTPS), --json`
+
+// The HTTP side's defaults and environment, the server's own names.
+const (
+	defaultHTTPPort   = "6389" // dflockd's documented HTTP port
+	envHTTPHost       = "DFLOCKD_HTTP_HOST"
+	envHTTPPort       = "DFLOCKD_HTTP_PORT"
+	envAdminToken     = "DFLOCKD_ADMIN_TOKEN"
+	envAdminTokenFile = "DFLOCKD_ADMIN_TOKEN_FILE"
+
+	// adminTimeout bounds one admin call: the leader waits for the
+	// client address and then the configuration change to commit.
+	adminTimeout = 30 * time.Second
+)
+
+// clusterOptions are the cluster command's own options.
+type clusterOptions struct {
+	http, token, tokenFile string
+}
+
+func (o *clusterOptions) define(fs *flag.FlagSet) {
+	fs.StringVar(&o.http, "http", "", "the members' HTTP API `HOST:PORT[,HOST:PORT...]`")
+	fs.StringVar(&o.token, "admin-token", "", "admin `TOKEN` (visible in ps; prefer $"+envAdminToken+" or a file)")
+	fs.StringVar(&o.tokenFile, "admin-token-file", "", "read the admin token from `FILE`")
+}
+
+func (c *cli) cluster(g *globals, args []string) int {
+	sub, rest, code, ok := c.subcommand("cluster", clusterUsage, g, args, "add", "remove")
+	if !ok {
+		return code
+	}
+	var o clusterOptions
+	n := 3
+	if sub == "remove" {
+		n = 1
+	}
+	pos, code, ok := c.parseCommand("cluster "+sub, clusterUsage, g, rest, n, n, o.define)
+	if !ok {
+		return code
+	}
+	name := "cluster " + sub
+	s, err := g.resolve(c.getenv)
+	if err != nil {
+		return c.fail(exitUsage, "%s: %v", name, err)
+	}
+	token, err := o.adminToken(c.getenv)
+	if err != nil {
+		return c.fail(exitUsage, "%s: %v", name, err)
+	}
+	addrs, err := o.httpAddrs(c.getenv, s.servers[0])
+	if err != nil {
+		return c.fail(exitUsage, "%s: %v", name, err)
+	}
+	method, path, body := http.MethodDelete, "/v1/admin/voters/"+url.PathEscape(pos[0]), []byte(nil)
+	if sub == "add" {
+		for i, what := range []string{"RAFT_ADDR", "CLIENT_ADDR"} {
+			if _, port, err := net.SplitHostPort(pos[1+i]); err != nil || port == "" {
+				return c.fail(exitUsage, "%s: %s %q is not host:port", name, what, pos[1+i])
+			}
+		}
+		method, path = http.MethodPost, "/v1/admin/voters"
+		body, _ = json.Marshal(map[string]string{"node_id": pos[0], "raft_addr": pos[1], "client_addr": pos[2]})
+	}
+	scheme := "http"
+	hc := &http.Client{Timeout: adminTimeout}
+	if s.dialer.TLSConfig != nil {
+		scheme = "https"
+		hc.Transport = &http.Transport{TLSClientConfig: s.dialer.TLSConfig}
+	}
+	var leader string
+	var lastErr error
+	for _, addr := range addrs {
+		req, err := http.NewRequest(method, scheme+"://"+addr+path, strings.NewReader(string(body)))
+		if err != nil {
+			return c.fail(exitUsage, "%s: %v", name, err)
+		}
+		req.Header.Set("X-Dflockd-Admin", token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if s.dialer.AuthToken != "" {
+			req.Header.Set("Authorization", "Bearer "+s.dialer.AuthToken)
+		}
+		a, err := doAdmin(hc, req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if a.status == http.StatusServiceUnavailable && a.Error == "not_leader" {
+			if l := a.header.Get("X-Dflockd-Leader"); l != "" {
+				leader = l
+			}
+			lastErr = fmt.Errorf("%s does not lead", addr)
+			continue
+		}
+		return c.adminOutcome(g, name, pos[0], a)
+	}
+	if leader != "" {
+		return c.fail(exitUnavailable, "%s: no leader among %s; the leader's client address is %s: give --http its HTTP address",
+			name, strings.Join(addrs, ","), leader)
+	}
+	return c.fail(exitUnavailable, "%s: %v", name, lastErr)
+}
+
+// adminAnswer is an admin call's answer.
+type adminAnswer struct {
+	status int
+	header http.Header
+	raw    []byte
+	Error  string `json:"error"`
+	Detail string `json:"detail"`
+}
+
+func doAdmin(hc *http.Client, req *http.Request) (*adminAnswer, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	a := &adminAnswer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if resp.StatusCode != http.StatusOK {
+		_ = json.Unmarshal(raw, a) // a body that is not ours leaves Error empty
+	}
+	return a, nil
+}
+
+// adminOutcome prints the answer of the member that took the call, and
+// returns the exit code for it.
+func (c *cli) adminOutcome(g *globals, name, id string, a *adminAnswer) int {
+	why := a.Error
+	if a.Detail != "" {
+		why += ": " + a.Detail
+	}
+	switch {
+	case a.status == http.StatusOK:
+		verb := "added"
+		if strings.HasSuffix(name, "remove") {
+			verb = "removed"
+		}
+		c.emit(g, id+" "+verb, rawJSON(strings.TrimSpace(string(a.raw))))
+		return exitOK
+	case a.status == http.StatusUnauthorized:
+		return c.fail(exitNoPerm, "%s: the server rejected the admin token (or the auth token)", name)
+	case a.Error == "admin_disabled":
+		return c.fail(exitFailure, "%s: the server has no --admin-token: its admin API is off", name)
+	case a.status == http.StatusBadRequest:
+		return c.fail(exitUsage, "%s: refused: %s", name, why)
+	case a.Error != "":
+		return c.fail(exitFailure, "%s: %d %s", name, a.status, why)
+	}
+	return c.fail(exitFailure, "%s: unexpected answer %d %q (is this dflockd-ng's HTTP API?)", name, a.status, a.raw)
+}
+
+// adminToken resolves the admin token as the auth token is: the flag,
+// the file flag, then the variables; trimmed.
+func (o *clusterOptions) adminToken(getenv func(string) string) (string, error) {
+	var tok string
+	var err error
+	switch {
+	case o.token != "":
+		tok = strings.TrimSpace(o.token)
+	case o.tokenFile != "":
+		tok, err = readToken(o.tokenFile)
+	case getenv(envAdminToken) != "":
+		tok = strings.TrimSpace(getenv(envAdminToken))
+	case getenv(envAdminTokenFile) != "":
+		tok, err = readToken(getenv(envAdminTokenFile))
+	}
+	if err == nil && tok == "" {
+		err = errors.New("no admin token: give --admin-token, --admin-token-file or $" + envAdminToken)
+	}
+	return tok, err
+}
+
+// httpAddrs resolves --http: each item host:port, or host alone (port
+// 6389); without it, one address from $DFLOCKD_HTTP_HOST (else server's
+// host) and $DFLOCKD_HTTP_PORT (else 6389).
+func (o *clusterOptions) httpAddrs(getenv func(string) string, server string) ([]string, error) {
+	if o.http == "" {
+		host := getenv(envHTTPHost)
+		if host == "" {
+			host, _, _ = net.SplitHostPort(server)
+		}
+		port := getenv(envHTTPPort)
+		if port == "" {
+			port = defaultHTTPPort
+		}
+		if err := checkPort(port); err != nil {
+			return nil, err
+		}
+		return []string{net.JoinHostPort(host, port)}, nil
+	}
+	var out []string
+	for _, v := range strings.Split(o.http, ",") {
+		v = strings.TrimSpace(v)
+		h, p, err := net.SplitHostPort(v)
+		if err != nil {
+			h, p = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]"), defaultHTTPPort
+		}
+		if h == "" {
+			h = defaultHost
+		}
+		if err := checkPort(p); err != nil {
+			return nil, err
+		}
+		out = append(out, net.JoinHostPort(h, p))
+	}
+	return out, nil
+}
+
+func checkPort(p string) error {
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return errors.New("invalid port " + strconv.Quote(p))
+	}
+	return nil
+}
