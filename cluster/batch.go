@@ -326,11 +326,12 @@ func (d *decoder) op() Op {
 
 // replicated reports whether op is a request the cluster runs through
 // its log: every engine request but stats, which a node answers from its
-// own replica (ping, auth and barrier never reach the engine), and
-// stable-ref, which the replicated state keeps for its connection.
+// own replica (ping and auth never reach the engine); stable-ref, which
+// the replicated state keeps for its connection, and barrier, a no-op
+// whose application answers it, go through the log too.
 func replicated(op parse.Op) bool {
 	switch op {
-	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth, parse.OpBarrier:
+	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth:
 		return false
 	}
 	return int(op) < parse.NumOps

@@ -28,11 +28,17 @@ type orphan struct {
 	until timerwheel.Instant // reaped at the first batch stamped at or after
 }
 
-// request applies a connection's request: stable-ref is the replicated
-// state's own, everything else the engine's.
+// request applies a connection's request: stable-ref and barrier are the
+// replicated state's own, everything else the engine's.
 func (f *FSM) request(op *Op, now timerwheel.Instant) {
-	if op.Req.Op == parse.OpStableRef {
+	switch op.Req.Op {
+	case parse.OpStableRef:
 		f.stableRef(op.Conn, string(op.Req.Token))
+		return
+	case parse.OpBarrier:
+		// Applied: everything before it in the log is.
+		f.fx.Reset()
+		f.deliver(op.Conn, &engine.Result{Status: parse.StatusOK})
 		return
 	}
 	sid := f.session(op.Conn, now)

@@ -33,6 +33,10 @@ func TestClusterPipelining(t *testing.T) {
 			burst.WriteString("stats\n_\n_\n")
 			want = append(want, "ok {")
 		}
+		if i == 30 {
+			burst.WriteString("barrier\n_\n_\n") // through the log, in its place
+			want = append(want, "ok")
+		}
 	}
 	burst.WriteString("l\nk\n0 30\n")
 	if _, err := a.c.Write(burst.Bytes()); err != nil {

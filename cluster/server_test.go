@@ -223,14 +223,21 @@ func TestClusterOverTheWire(t *testing.T) {
 			t.Fatal("the waiter never parked")
 		}
 	}
+	bar := dial(t, l1)
 	for _, s := range ss {
 		if s != l1 {
 			s.trans.Disconnect(l1.addr)
 			l1.trans.Disconnect(s.addr)
 		}
 	}
+	bar.send("barrier", "_", "_")
 	if got := b.reply(5 * time.Second); !strings.HasPrefix(got, "error_not_leader") {
 		t.Fatalf("waiter on a deposed leader: %q", got)
+	}
+	// A barrier on the cut-off leader, sent before it notices, is no
+	// read point: its no-op never commits, so it is not answered ok.
+	if got := bar.reply(5 * time.Second); !strings.HasPrefix(got, "error_not_leader") {
+		t.Fatalf("barrier on a deposed leader: %q", got)
 	}
 	// Under load a second election may follow: error_not_leader is an
 	// answer to ask the leader again, never a grant.

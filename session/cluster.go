@@ -92,16 +92,15 @@ func (s *Session) toLog(req *parse.Request, err error) bool {
 		return false
 	}
 	switch req.Op {
-	case parse.OpPing, parse.OpBarrier, parse.OpAuth, parse.OpStableRef, parse.OpStats:
+	case parse.OpPing, parse.OpAuth, parse.OpStableRef, parse.OpStats:
 		return false
 	}
 	return true
 }
 
 // waitForLog stops parsing until the replies of the requests in the log
-// have come back. Reading stops too: a client that half-closes after its
-// last request (nc -N, nc -q1) must still get the replies, so the EOF is
-// not read before them, as under v1 (v1.go).
+// have come back. Reading goes on, so that the peer's going is noticed
+// (PeerClosed), up to maxPausedInput unparsed (pauseIfFlooded).
 func (s *Session) waitForLog() {
 	s.blocked = true
 }

@@ -154,13 +154,13 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	case parse.OpPing:
 		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpBarrier:
-		// Single node, and a cluster's leader, whose every read goes
-		// through the log after the writes before it: caught up. A
-		// follower sends the client to the leader (spec §G).
-		if r := s.hub.replica; r != nil && !r.Leading() {
-			nl := s.hub.notLeader()
-			s.countReply(nl.Status)
-			return appendResult(out, &nl, false), false
+		// A single node is caught up. In a cluster, a no-op goes through
+		// the log: its ok comes when it applies on this leader, after
+		// every write committed before it, and proves this node still
+		// led when it committed (a linearizable read point, spec §G). A
+		// follower sends the client to the leader.
+		if s.hub.replica != nil {
+			return s.submit(out, req), false
 		}
 		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpAuth:
