@@ -98,7 +98,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	if res.Status != parse.StatusQueued {
 		t.Fatalf("enqueue: %+v", res)
 	}
-	ts.api.abandon(s, &enq, &res)
+	ts.api.abandon(&enq, &res, ts.api.local(s))
 	if st, _ := ts.lockStat("k"); st.Waiters != 0 {
 		t.Fatalf("%d waiters after an abandoned enqueue, want 0", st.Waiters)
 	}
@@ -112,7 +112,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	if st, held := ts.lockStat("k"); !held || st.OwnerConnID == before.OwnerConnID {
 		t.Fatalf("k after the holder's release: %+v, want it held by the session", st)
 	}
-	ts.api.abandon(s, &enq, &res)
+	ts.api.abandon(&enq, &res, ts.api.local(s))
 	if _, held := ts.lockStat("k"); held {
 		t.Fatal("an abandoned enqueue's grant is still held")
 	}
@@ -120,7 +120,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	if res = apply(); res.Status != parse.StatusAcquired {
 		t.Fatalf("enqueue of a free key: %+v", res)
 	}
-	ts.api.abandon(s, &enq, &res)
+	ts.api.abandon(&enq, &res, ts.api.local(s))
 	if _, held := ts.lockStat("k"); held {
 		t.Fatal("an abandoned fast-path enqueue is still held")
 	}

@@ -207,10 +207,10 @@ func (a *API) callReplica(ctx context.Context, s *httpSession, req *parse.Reques
 	case res.Status == parse.StatusErrorNotLeader:
 		return res, answered
 	case s.closing():
-		a.abandonReplica(s, req, &res)
+		a.abandon(req, &res, a.logged(s))
 		return res, sessionGone
 	case ctx.Err() != nil:
-		a.abandonReplica(s, req, &res)
+		a.abandon(req, &res, a.logged(s))
 		return res, clientGone
 	}
 	return res, answered
@@ -218,7 +218,7 @@ func (a *API) callReplica(ctx context.Context, s *httpSession, req *parse.Reques
 
 // withdrawReplica ends s's request for a caller that stopped waiting: it
 // proposes the withdrawal, and takes what the log answers. The request's
-// result, if it came first, is given back (abandonReplica); the
+// result, if it came first, is given back (abandon); the
 // withdrawal's reply follows it.
 func (a *API) withdrawReplica(s *httpSession, req *parse.Request, end ending) (engine.Result, ending) {
 	q := s.replies
@@ -228,7 +228,7 @@ func (a *API) withdrawReplica(s *httpSession, req *parse.Request, end ending) (e
 		// Not leading any more: the request's result, or the
 		// demotion's notice, is on its way.
 		res := q.wait()
-		a.abandonReplica(s, req, &res)
+		a.abandon(req, &res, a.logged(s))
 		return res, end
 	}
 	res := q.wait()
@@ -243,38 +243,15 @@ func (a *API) withdrawReplica(s *httpSession, req *parse.Request, end ending) (e
 	default:
 		// The request was answered before the withdrawal applied.
 		q.wait()
-		a.abandonReplica(s, req, &res)
+		a.abandon(req, &res, a.logged(s))
 	}
 	return res, end
 }
 
-// abandonReplica is abandon through the log.
-func (a *API) abandonReplica(s *httpSession, req *parse.Request, res *engine.Result) {
-	switch {
-	case res.Kind == engine.KindGrant && (res.Status == parse.StatusOK || res.Status == parse.StatusAcquired):
-		a.releaseReplica(s, req, res)
-	case res.Status == parse.StatusQueued:
-		w := parse.Request{Op: parse.OpWait, Key: req.Key}
-		if req.Op.Semaphore() {
-			w.Op = parse.OpSemWait
-		}
-		if got := a.do(s, &w); got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
-			a.releaseReplica(s, req, &got)
-		}
-	}
-}
-
-// releaseReplica gives back the grant res of a request like req.
-func (a *API) releaseReplica(s *httpSession, req *parse.Request, res *engine.Result) {
-	rel := parse.Request{Op: parse.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
-	if req.Op.Semaphore() {
-		rel.Op = parse.OpSemRelease
-	}
-	if got := a.do(s, &rel); got.Status != parse.StatusOK {
-		// Its lease ends it anyway (or the next leader's promotion,
-		// which ends this member's connections, keeps it until then).
-		a.cfg.Logf("httpapi: releasing an unseen grant of %q: %s", req.Key, got.Status)
-	}
+// logged returns the apply of abandon for a cluster leader's session s:
+// through the log.
+func (a *API) logged(s *httpSession) func(*parse.Request) engine.Result {
+	return func(r *parse.Request) engine.Result { return a.do(s, r) }
 }
 
 // readIndex is GET /v1/readindex.

@@ -94,13 +94,13 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 		// Answered, but the session is closing (DELETE, expiry,
 		// Shutdown): its locks are released as it closes, so a grant
 		// is no grant. Give it back now, and say the session is gone.
-		a.abandon(s, req, &res)
+		a.abandon(req, &res, a.local(s))
 		return res, sessionGone
 	}
 	if ctx.Err() != nil {
 		// Answered, but the client left meanwhile: nobody will see a
 		// token this answer carries.
-		a.abandon(s, req, &res)
+		a.abandon(req, &res, a.local(s))
 		return res, clientGone
 	}
 	return res, answered
@@ -116,39 +116,48 @@ func (a *API) withdraw(s *httpSession, req *parse.Request, end ending) (engine.R
 		return engine.Result{}, end
 	}
 	res := <-s.late
-	a.abandon(s, req, &res)
+	a.abandon(req, &res, a.local(s))
 	return res, end
 }
 
-// abandon undoes what an answer nobody will read gave s: a grant is
+// abandon undoes what an answer nobody will read gave a session: a grant is
 // released; a two-phase enqueue that queued is ended with a zero-timeout
 // wait (and released if the slot came through meanwhile), so it does not
-// hold up the queue until the session closes.
-func (a *API) abandon(s *httpSession, req *parse.Request, res *engine.Result) {
+// hold up the queue until the session closes. apply runs a request of the session:
+// on the engine, or through the log on a cluster's leader (cluster.go).
+func (a *API) abandon(req *parse.Request, res *engine.Result, apply func(*parse.Request) engine.Result) {
 	switch {
 	case res.Kind == engine.KindGrant && (res.Status == parse.StatusOK || res.Status == parse.StatusAcquired):
-		a.release(s, req, res)
+		a.release(req, res, apply)
 	case res.Status == parse.StatusQueued:
 		w := parse.Request{Op: parse.OpWait, Key: req.Key}
 		if req.Op.Semaphore() {
 			w.Op = parse.OpSemWait
 		}
-		got := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: w})
-		if got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
-			a.release(s, req, &got)
+		if got := apply(&w); got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
+			a.release(req, &got, apply)
 		}
 	}
 }
 
 // release gives back the grant res of a request like req.
-func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
+func (a *API) release(req *parse.Request, res *engine.Result, apply func(*parse.Request) engine.Result) {
 	rel := parse.Request{Op: parse.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
 	if req.Op.Semaphore() {
 		rel.Op = parse.OpSemRelease
 	}
-	if got := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: rel}); got.Status != parse.StatusOK {
-		// Its lease ends it anyway; say so, it should not happen.
+	if got := apply(&rel); got.Status != parse.StatusOK {
+		// Its lease ends it anyway (in a cluster, or the next leader's
+		// promotion, which ends this member's connections, keeps it
+		// until then); say so, it should not happen.
 		a.cfg.Logf("httpapi: releasing an unseen grant of %q: %s", req.Key, got.Status)
+	}
+}
+
+// local returns the apply of abandon for a single node's session s.
+func (a *API) local(s *httpSession) func(*parse.Request) engine.Result {
+	return func(r *parse.Request) engine.Result {
+		return a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *r})
 	}
 }
 
