@@ -18,9 +18,10 @@ import "github.com/dflockd-ng/dflockd/parse"
 
 // maxBlockedInput is the pipelined input a parked session may buffer.
 func (s *Session) maxBlockedInput() int {
-	if s.hub.cfg.Profile == parse.ProfileV1 || s.hub.replica != nil {
+	if s.hub.cfg.Profile == parse.ProfileV1 {
 		// Reading stops while parked; only where it cannot does input
-		// reach the buffer, bounded as for a paused session.
+		// reach the buffer, bounded as for a paused session. (A cluster
+		// session reads on while it waits: pauseIfFlooded.)
 		return maxPausedInput
 	}
 	return maxBlockedInput
