@@ -16,6 +16,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/internal/lincheck"
 )
 
 // Linearizability of a cluster under failovers, checked by porcupine on
@@ -24,6 +25,27 @@ import (
 // error_not_leader, a lost connection or a reply that does not come is
 // an unknown outcome: the operation may or may not have happened, and may
 // have happened any time after its call.
+//
+// The check is bounded by construction, whatever the run's length (CI: 60
+// s, over half a million operations): keys rotate (lincheck.Rotation), so
+// a partition, one key of one generation, holds at most linGenerationOps
+// operations; a client leaves a key for the rest of its generation once it
+// has an operation of unknown outcome there (and its connection, which
+// roundTrip drops), so a partition holds at most linClients of them; and
+// lincheck.Check checks one partition at a time within linCheckWithin.
+// Keys are independent in the model (a step reads only its own key's
+// state), so checking them apart is exact.
+
+const (
+	linClients = 6
+	// linGenerationOps: a few thousand operations a partition check in
+	// milliseconds and megabytes; a whole minute's history in one is
+	// what ran out of memory (issue #19).
+	linGenerationOps = 4000
+	// linCheckWithin bounds the check (bounded partitions take well
+	// under a second); running out is a failure, not a pass.
+	linCheckWithin = time.Minute
+)
 
 type linOp struct {
 	kind  string // "acquire", "release", "incr"
@@ -196,26 +218,40 @@ func TestLinearizableUnderFailovers(t *testing.T) {
 		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: int64(call.Sub(start)), Output: out, Return: r})
 	}
 
+	rot := lincheck.NewRotation(linGenerationOps)
 	var wg sync.WaitGroup
-	for w := range 6 {
+	for w := range linClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lc := &linClient{ss: ss}
 			defer lc.drop()
+			// Of the current generation: the locks this client holds
+			// (those of older ones stay held, on keys nobody uses again)
+			// and the keys it left after an unknown outcome.
+			gen := int64(-1)
 			held := map[string]string{}
+			left := map[string]bool{}
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for time.Now().Before(stop) {
-				key := fmt.Sprint("L", rng.IntN(3))
+				if g := rot.Next(); g != gen {
+					gen = g
+					clear(held)
+					clear(left)
+				}
+				key := lincheck.Key(fmt.Sprint("L", rng.IntN(3)), gen)
 				var in linOp
 				var cmd, arg string
 				switch tok, mine := held[key]; {
 				case rng.IntN(3) == 0:
-					in, cmd, key, arg = linOp{kind: "incr", key: "c"}, "incr", "c", "1"
+					in, cmd, key, arg = linOp{kind: "incr"}, "incr", lincheck.Key("c", gen), "1"
 				case mine:
-					in, cmd, arg = linOp{kind: "release", key: key, token: tok}, "r", tok
+					in, cmd, arg = linOp{kind: "release", token: tok}, "r", tok
 				default:
-					in, cmd, arg = linOp{kind: "acquire", key: key}, "l", "0 600"
+					in, cmd, arg = linOp{kind: "acquire"}, "l", "0 600"
+				}
+				if left[key] {
+					continue // its ticket goes unused
 				}
 				in.key = key
 				call := time.Now()
@@ -247,8 +283,9 @@ func TestLinearizableUnderFailovers(t *testing.T) {
 					out.ok = line == "ok"
 					delete(held, key)
 				}
-				if out.unknown && cmd == "r" {
+				if out.unknown {
 					delete(held, key) // gave up on it
+					left[key] = true
 				}
 				record(w, in, call, out, ret)
 				if !ok {
@@ -295,12 +332,21 @@ func TestLinearizableUnderFailovers(t *testing.T) {
 			t.Fatal("replicas' digests differ after healing")
 		}
 	}
-	res, info := porcupine.CheckOperationsVerbose(linModel.ToModel(), history, time.Minute)
-	t.Logf("%d operations (%d of unknown outcome), %d leader partitions over %v; digests agree; linearizable: %v",
-		len(history), unknown, faults, dur, res)
-	if res != porcupine.Ok {
-		f, _ := os.CreateTemp("", "dflockd-lin-*.html")
-		_ = porcupine.Visualize(linModel.ToModel(), info, f)
-		t.Fatalf("history is not linearizable (%v); visualization: %s", res, f.Name())
+	model := linModel.ToModel()
+	rep := lincheck.Check(model, history, linCheckWithin)
+	t.Logf("%d operations (%d of unknown outcome), %d leader partitions over %v, keys rotated every %d operations; "+
+		"digests agree; linearizable: %v", len(history), unknown, faults, dur, linGenerationOps, rep)
+	switch rep.Result {
+	case porcupine.Unknown:
+		t.Fatalf("the linearizability check did not finish within %v: %d partitions, the largest %d operations, "+
+			"the unfinished one %d", linCheckWithin, rep.Partitions, rep.Largest, len(rep.Failed))
+	case porcupine.Illegal:
+		f, err := os.CreateTemp("", "dflockd-lin-*.html")
+		if err != nil {
+			t.Fatalf("history is not linearizable (a partition of %d operations); visualization: %v", len(rep.Failed), err)
+		}
+		_ = porcupine.Visualize(model, rep.Info, f)
+		f.Close()
+		t.Fatalf("history is not linearizable (a partition of %d operations); visualization: %s", len(rep.Failed), f.Name())
 	}
 }

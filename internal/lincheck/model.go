@@ -17,8 +17,25 @@
 // connection, no reply in time) may or may not have taken effect, at any
 // instant after its call: its Return is Never.
 //
-// The package does no I/O and holds no state but a History's; the model's
-// functions are pure.
+// A history checked whole grows without bound in the checker's time and
+// memory (porcupine's search of a partition is held in memory, and an
+// operation of unknown outcome is concurrent with all that follows it in
+// its partition). Tests bound it by construction: a Rotation moves
+// clients to fresh keys every so many operations, so no partition exceeds
+// that many; a client that has an operation of unknown outcome on a key
+// leaves that key; and Check checks partition by partition, with a
+// deadline, and reports the heap it took.
+//
+// Keys are independent objects in the model: a key's state is its own
+// (holder, FreeAfter, last fence; counter; register) and a step reads no
+// other key's, and what the server couples across keys (a connection's
+// close releasing all its locks) reaches the model as an input of each
+// operation (FreeAfter), not as shared state. So a history is
+// linearizable if and only if each key's subhistory is (linearizability
+// is local), and checking per key is exact.
+//
+// The package does no I/O; it holds no state but a History's and a
+// Rotation's counter; the model's functions are pure.
 package lincheck
 
 import (

@@ -1,6 +1,7 @@
 package lincheck
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -144,5 +145,52 @@ func TestHistoryClosing(t *testing.T) {
 	}
 	if ops[2].Return != Never || ops[2].Input.(Input).Return != Never {
 		t.Errorf("unknown outcome returned at %d", ops[2].Return)
+	}
+}
+
+func TestRotation(t *testing.T) {
+	r := NewRotation(3)
+	var gens []int64
+	for range 7 {
+		gens = append(gens, r.Next())
+	}
+	if want := []int64{0, 0, 0, 1, 1, 1, 2}; fmt.Sprint(gens) != fmt.Sprint(want) {
+		t.Fatalf("generations %v, want %v", gens, want)
+	}
+	if k := Key("L0", 12); k != "L0.12" {
+		t.Fatalf("Key: %q", k)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	var ops []porcupine.Operation
+	for i := range 10 { // ten keys, two grants each: the second after the lease
+		key := fmt.Sprint("L", i)
+		ops = append(ops, op(0, acquire(key, 1000), granted("a", 5), 0, 10),
+			op(1, acquire(key, 1000), granted("b", 6), 900, 1001))
+	}
+	ops = append(ops, op(2, acquire("L3", 1000), Output{}, 20, -1))
+	r := Check(Model.ToModel(), ops, 10*time.Second)
+	if r.Result != porcupine.Ok || r.Partitions != 10 || r.Largest != 3 || r.MostUnknown != 1 || r.Failed != nil {
+		t.Fatalf("%v; failed: %d ops", r, len(r.Failed))
+	}
+	if r.PeakHeap == 0 || r.PeakHeap < r.StartHeap {
+		t.Fatalf("heap: %d from %d", r.PeakHeap, r.StartHeap)
+	}
+
+	// A grant before the lease could end, in one key of many: that
+	// partition is the one reported.
+	ops = append(ops, op(3, acquire("L7", 1000), granted("c", 7), 1100, 1200))
+	r = Check(Model.ToModel(), ops, 10*time.Second)
+	if r.Result != porcupine.Illegal || len(r.Failed) != 3 || r.Failed[0].Input.(Input).Key != "L7" {
+		t.Fatalf("%v; failed: %v", r, r.Failed)
+	}
+	if got := len(r.Info.PartialLinearizations()); got != 1 {
+		t.Fatalf("linearization info of %d partitions, want the failed one", got)
+	}
+
+	// No time left: Unknown, not Ok.
+	if r = Check(Model.ToModel(), ops[:4], time.Nanosecond); r.Result != porcupine.Unknown || len(r.Failed) == 0 {
+		t.Fatalf("%v", r)
 	}
 }
