@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/internal/quietrelease"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
@@ -38,10 +38,18 @@ type Config struct {
 	GCInterval      time.Duration // idle-key GC period; default 5 s
 	ShutdownTimeout time.Duration // 0 = wait for connections forever
 	Logf            func(format string, args ...any)
-	// GodistlockAddr, if set, is a second listener ("tcp://host:port",
-	// fixed port) speaking the godistlock client protocol to the same
-	// engine (session's godistlock codec).
+	// GodistlockAddr, if set, is a second listener ("tcp://host:port")
+	// speaking the godistlock client protocol to the same engine
+	// (session's godistlock codec).
 	GodistlockAddr string
+	// Listeners, if set, are bound already and replace Addr and
+	// GodistlockAddr: the line protocol's, then godistlock's if any. The
+	// server closes them.
+	Listeners []net.Listener
+	// Guard keeps the listeners up when descriptors run out (fdguard),
+	// shared with the process's other listeners; nil: one of the server's
+	// own, silent.
+	Guard *fdguard.Guard
 	// Ready, if set, is closed once the listener accepts connections.
 	Ready chan<- struct{}
 
@@ -83,14 +91,19 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		loops map[gnet.EventLoop]*loopState
-		gnet  gnet.Engine
-		boot  bool
+		loops     map[gnet.EventLoop]*loopState
+		gnet      gnet.Engine
+		boot      bool
+		requested bool  // Shutdown stops the loops: their end is no fault
+		fault     error // why serving ended without a Shutdown
 	}
 	loopList []*loopState // by read-timer target index; filled by loopFor (guarded by mu)
 	conns    atomic.Int64
-	gdPort   int                    // local port of the godistlock listener, 0 = none
 	quiet    *quietrelease.Releaser // OnTick's only
+	ln       listeners
+	ownGuard *fdguard.Guard // made by bind when the Config has none
+	ticked   bool           // OnTick has run: the loops are up (ticker goroutine only)
+	unhide   func()         // removes the hidden listener's socket file (OnBoot)
 }
 
 // New builds the engine, the session hub and the server.
@@ -144,22 +157,38 @@ func (s *Server) Serve() error {
 		s.hub.Start()
 		defer s.hub.Stop()
 	}
-	addrs, err := s.listenAddrs() // one, or two with godistlock
-	if err != nil {
+	if err := s.bind(); err != nil {
 		return err
 	}
-	return gnet.Rotate(s, addrs,
+	if s.ownGuard != nil {
+		defer s.ownGuard.Close()
+	}
+	// gnet's only listener is one nobody can reach (accept.go): its loops
+	// serve the connections handed to them.
+	hidden, unhide := hiddenListener()
+	s.unhide = unhide
+	defer unhide()
+	err := gnet.Rotate(s, []string{hidden},
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.cfg.Loops),
 		gnet.WithLoadBalancing(gnet.RoundRobin),
-		// Reuse-port would let a second daemon bind the same port and split
-		// the lock table; reuse-addr allows quick restarts.
-		gnet.WithReuseAddr(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithTCPKeepAlive(30*time.Second),
 		gnet.WithTicker(true),
 		gnet.WithLogger(quietLogger{s.cfg.Logf}),
 	)
+	s.stopAccepting()
+	s.ln.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case s.mu.fault != nil:
+		return s.mu.fault
+	case !s.mu.requested:
+		return errLoopsStopped
+	}
+	return nil
 }
 
 // lazyTarget forwards the driver to a loop's read timer once that loop is
@@ -198,15 +227,14 @@ func (s *Server) loopFor(c gnet.Conn) *loopState {
 	return lp
 }
 
-// OnBoot records the gnet engine and signals readiness.
+// OnBoot records the gnet engine. Its loops are not running yet: the
+// first OnTick starts accepting.
 func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 	s.mu.Lock()
 	s.mu.gnet = e
 	s.mu.boot = true
 	s.mu.Unlock()
-	if s.cfg.Ready != nil {
-		close(s.cfg.Ready)
-	}
+	s.unhide() // bound: from now on nobody can connect to it
 	return gnet.None
 }
 
@@ -214,6 +242,10 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 // --max-connections or --max-connections-per-ip, or draining (spec §D.1,
 // §I.31).
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	proto, ok := c.Context().(session.Protocol) // set by acceptLoop
+	if !ok {
+		return nil, gnet.Close // not from our listeners: the hidden one
+	}
 	if s.hub.Draining() {
 		return nil, gnet.Close
 	}
@@ -224,10 +256,6 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.conns.Add(1)
 	cs := &conn{c: c, lp: s.loopFor(c)}
-	proto := session.Dflockd
-	if s.isGodistlock(c) {
-		proto = session.Godistlock
-	}
 	c.SetContext(cs)
 	cs.sess = s.hub.Open(cs, proto)
 	return nil, gnet.None
@@ -265,7 +293,20 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 
 // OnTick runs on gnet's ticker goroutine: the heap handed back once the
 // server is quiet. (The hub's housekeeping prunes idle keys.)
+//
+// gnet calls it first once every loop is registered: the listeners start
+// accepting then, and the server is ready.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	if !s.ticked {
+		s.ticked = true
+		s.mu.Lock()
+		e := s.mu.gnet
+		s.mu.Unlock()
+		s.startAccepting(e)
+		if s.cfg.Ready != nil {
+			close(s.cfg.Ready)
+		}
+	}
 	s.quiet.Tick(s.traffic())
 	return s.cfg.GCInterval, gnet.None
 }
@@ -298,29 +339,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.stopGnet()
 }
 
-// stopAccepting closes the listeners for new connections (spec §D.5).
-// Where that fails, OnOpen closes what they still accept.
-func (s *Server) stopAccepting() {
-	s.mu.Lock()
-	e, boot := s.mu.gnet, s.mu.boot
-	s.mu.Unlock()
-	if !boot {
-		return
-	}
-	addrs, err := s.listenAddrs()
-	if err != nil {
-		return
-	}
-	for _, a := range addrs {
-		if err := closeListener(e, a); err != nil {
-			s.cfg.Logf("drain: %v; new connections are closed once accepted", err)
-		}
-	}
-}
-
 func (s *Server) stopGnet() error {
 	s.mu.Lock()
 	e, boot := s.mu.gnet, s.mu.boot
+	s.mu.requested = true
 	s.mu.Unlock()
 	if !boot {
 		return errors.New("loop: shutdown before the server started")
@@ -328,31 +350,6 @@ func (s *Server) stopGnet() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return e.Stop(ctx)
-}
-
-// listenAddrs returns the gnet listener addresses and records which local
-// port is the godistlock one, for OnOpen.
-func (s *Server) listenAddrs() ([]string, error) {
-	if s.cfg.GodistlockAddr == "" {
-		return []string{s.cfg.Addr}, nil
-	}
-	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.cfg.GodistlockAddr, "tcp://"))
-	if err == nil {
-		s.gdPort, err = strconv.Atoi(port)
-	}
-	if err != nil || s.gdPort <= 0 {
-		return nil, fmt.Errorf("loop: godistlock address %q needs a fixed TCP port", s.cfg.GodistlockAddr)
-	}
-	return []string{s.cfg.Addr, s.cfg.GodistlockAddr}, nil
-}
-
-// isGodistlock reports whether c came in on the godistlock listener.
-func (s *Server) isGodistlock(c gnet.Conn) bool {
-	if s.gdPort == 0 {
-		return false
-	}
-	a, ok := c.LocalAddr().(*net.TCPAddr)
-	return ok && a.Port == s.gdPort
 }
 
 // quietLogger routes gnet's logging to our Logf.

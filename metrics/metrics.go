@@ -45,6 +45,10 @@ type Sources struct {
 	// Raft, on a cluster member, reads its raft state for the
 	// dflockd_raft_* metrics (raft.go).
 	Raft func() Raft
+	// FDExhausted and FDRefused, if set, count accepts that failed for
+	// want of file descriptors and the connections refused then
+	// (internal/fdguard).
+	FDExhausted, FDRefused func() uint64
 }
 
 // NewRegistry returns a registry with the server's collector and the Go
@@ -94,6 +98,8 @@ func newCollector(src Sources) *collector {
 		{"dflockd_errors_total", "Error replies on the line protocol, by status.", []string{"status"}},
 		{"dflockd_pushes_total", "Pushes written (sig, watch, leader lines).", nil},
 		{"dflockd_slow_consumers_total", "Connections cut off for leaving too many pushes unread.", nil},
+		{"dflockd_accept_fd_exhausted_total", "Accepts that failed because the process ran out of file descriptors (the server keeps serving open connections and retries with a backoff).", nil},
+		{"dflockd_accept_fd_refused_total", "Connections closed at once, on a spare descriptor, because the process was out of file descriptors.", nil},
 		{"dflockd_fence_last", "Highest fencing token value issued.", nil},
 		{"dflockd_fence_ceiling", "Durable fence ceiling on disk (--fence-state-file); every fence issued is below it.", nil},
 		{"dflockd_fence_durable", "1 with a --fence-state-file, else 0.", nil},
@@ -157,6 +163,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if n := counts.Replies[st]; n > 0 && strings.HasPrefix(name, "error") {
 			counter("dflockd_errors_total", n, name)
 		}
+	}
+	if src.FDExhausted != nil {
+		counter("dflockd_accept_fd_exhausted_total", src.FDExhausted())
+	}
+	if src.FDRefused != nil {
+		counter("dflockd_accept_fd_refused_total", src.FDRefused())
 	}
 	counter("dflockd_pushes_total", counts.Pushes)
 	counter("dflockd_slow_consumers_total", counts.SlowConsumers)

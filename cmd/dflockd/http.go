@@ -10,6 +10,8 @@ package main
 // member's cluster hub (http_cluster.go).
 
 import (
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
+
 	"context"
 	"errors"
 	"net"
@@ -102,6 +104,7 @@ type httpSources struct {
 	conns     func() int
 	start     time.Time
 	logf      func(format string, args ...any)
+	guard     *fdguard.Guard // the listeners' descriptor guard
 }
 
 // newHTTPAPI builds the HTTP API of cfg over src.hub, with /metrics over
@@ -126,8 +129,10 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 			// api is set below, before anything serves a scrape.
 			"http": func() int { return api.Sessions() },
 		},
-		Ready: func() bool { return !src.hub.Draining() },
-		Start: src.start,
+		Ready:       func() bool { return !src.hub.Draining() },
+		Start:       src.start,
+		FDExhausted: src.guard.Exhausted,
+		FDRefused:   src.guard.Refused,
 	})
 	acfg := httpapi.Config{
 		AuthToken:           cfg.AuthToken,

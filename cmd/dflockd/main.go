@@ -20,6 +20,7 @@ import (
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/httpapi"
 	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/netconn"
@@ -67,6 +68,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	events := ratelog.New(log, eventsPerSecond, eventsBurst)
+	// Every listener goes through one guard: out of file descriptors, the
+	// server keeps serving and refuses new connections until some close.
+	guard := fdguard.New(log)
+	defer guard.Close()
+	warnDescriptors(log, cfg)
 
 	fences := fence.NewVolatile()
 	if cfg.FenceStateFile != "" {
@@ -113,6 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer httpL.Close() // on the error returns below; the API closes it otherwise
+		httpL = guard.Listener(httpL)
 	}
 	// The transports count requests for /metrics only when it is served.
 	count := httpL != nil
@@ -125,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var member *clusterServer // cluster mode: serves the HTTP API over its own hub
 	transport, conns := "tcp", func() int { return 0 }
 	if cfg.Cluster.RaftDir != "" {
-		ls, failed, err := listenAll([]string{addr})
+		ls, failed, err := listenAll(guard, []string{addr})
 		if err != nil {
 			log.Error("cannot listen", "addr", failed, "error", err)
 			return 1
@@ -145,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if certs != nil {
 		// The listeners are bound here, so a bind error is reported before
 		// anything says listening.
-		ls, failed, err := listenAll(binds)
+		ls, failed, err := listenAll(guard, binds)
 		if err != nil {
 			log.Error("cannot listen", "addr", failed, "error", err)
 			return 1
@@ -155,14 +162,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv, transport, conns = ts, "tls", ts.Connections
 		close(ready)
 	} else {
-		// gnet reports a failed bind obscurely (setsockopt: bad file
-		// descriptor); a trial bind gives the operator the real reason, and
-		// nothing says "listening" before the listeners are up.
-		for _, a := range binds {
-			if err := checkBind(a); err != nil {
-				log.Error("cannot listen", "addr", a, "error", err)
-				return 1
-			}
+		// The listeners are bound here, so a bind error is reported with
+		// its real reason before anything says listening; the loops accept
+		// on them (through the guard).
+		ls, failed, err := listenAll(guard, binds)
+		if err != nil {
+			log.Error("cannot listen", "addr", failed, "error", err)
+			return 1
 		}
 		clock := timerwheel.NewMonoClock()
 		hub = session.NewServerHub(scfg, ecfg, clock, cfg.GCInterval)
@@ -176,6 +182,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Logf:            logf,
 			Ready:           ready,
 			GodistlockAddr:  gdAddr,
+			Listeners:       ls,
+			Guard:           guard,
 			Count:           count,
 			Hub:             hub, // which has the session settings (scfg) and the engine
 		}, clock)
@@ -184,7 +192,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var api *httpapi.API
 	if httpL != nil {
 		api = newHTTPAPI(cfg, httpSources{hub: hub, member: member, profile: profile, fences: fences, certs: certs,
-			transport: transport, conns: conns, start: start, logf: logf})
+			transport: transport, conns: conns, start: start, logf: logf, guard: guard})
 	}
 	warnUnbounded(log, cfg)
 
@@ -223,6 +231,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if hub != nil {
 		hub.Start()
 	}
+	armFaults(log, srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
 	httpFailed := make(chan error, 1)
@@ -319,17 +328,6 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// checkBind binds addr and lets it go: the reason a listener cannot be
-// made (a host that is no address of this machine, a port in use),
-// before gnet tries.
-func checkBind(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return l.Close()
 }
 
 // redacted hides the auth token from debug output.

@@ -19,11 +19,17 @@ import (
 // Tests of the built binary as a process: what only a separate process can
 // show, such as its resident memory.
 
-var built struct {
+// build is one build of the server for the test run.
+type build struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+var (
+	built      build // the real binary
+	faultBuilt build // -tags faultinject: SIGUSR2 stops the gnet loops
+)
 
 // binary builds the server once per test run. DFLOCKD_TEST_BINARY names
 // another build to run instead (say, an older one to compare with).
@@ -32,22 +38,34 @@ func binary(t *testing.T) string {
 	if p := os.Getenv("DFLOCKD_TEST_BINARY"); p != "" {
 		return p
 	}
-	built.once.Do(func() {
+	return built.get(t)
+}
+
+// faultBinary builds the server with fault injection (faultinject.go).
+func faultBinary(t *testing.T) string {
+	t.Helper()
+	return faultBuilt.get(t, "-tags", "faultinject")
+}
+
+func (b *build) get(t *testing.T, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "dflockd-bin")
 		if err != nil {
-			built.err = err
+			b.err = err
 			return
 		}
-		built.path = filepath.Join(dir, "dflockd")
-		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		b.path = filepath.Join(dir, "dflockd")
+		args := append(append([]string{"build"}, flags...), "-o", b.path, ".")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return built.path
+	return b.path
 }
 
 // serverProc is a running server binary.

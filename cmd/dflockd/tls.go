@@ -14,6 +14,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/tlscert"
@@ -79,7 +80,7 @@ func reloadTLS(log *slog.Logger, st *tlscert.Store) {
 
 // listenAll binds every address, or none: on error it returns the
 // address that failed, before anything says listening.
-func listenAll(addrs []string) ([]net.Listener, string, error) {
+func listenAll(guard *fdguard.Guard, addrs []string) ([]net.Listener, string, error) {
 	var ls []net.Listener
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
@@ -89,7 +90,7 @@ func listenAll(addrs []string) ([]net.Listener, string, error) {
 			}
 			return nil, a, err
 		}
-		ls = append(ls, l)
+		ls = append(ls, guard.Listener(l))
 	}
 	return ls, "", nil
 }

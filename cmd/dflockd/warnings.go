@@ -4,7 +4,27 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
 )
+
+// warnDescriptors compares the process's file descriptor limit (Go has
+// raised the soft limit to the hard one) with --max-connections: each
+// client connection holds a descriptor, so a cap above the limit can
+// never be reached; the server would run out of descriptors first (it
+// stays up, refusing new connections, but the cap is not what bounds
+// them). Without a cap the limit is the bound, which is said at INFO.
+func warnDescriptors(log *slog.Logger, cfg Config) {
+	limit, need, short := fdguard.CheckLimit(cfg.MaxConnections, 1)
+	switch {
+	case short:
+		log.Warn("the file descriptor limit is below what --max-connections allows: clients will be refused for want of descriptors first",
+			"fd_limit", limit, "max_connections", cfg.MaxConnections, "descriptors_needed", need,
+			"fix", "raise LimitNOFILE (systemd) or ulimit -n, or lower --max-connections")
+	case cfg.MaxConnections == 0:
+		log.Info("client connections are bounded by the file descriptor limit", "fd_limit", limit)
+	}
+}
 
 // warnUnbounded prints dflockd v2's startup warnings (spec §E.2): when the
 // server listens on anything but loopback (its --host, or --http-host with
