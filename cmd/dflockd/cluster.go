@@ -8,6 +8,8 @@ package main
 // requests it had in flight the same way.
 
 import (
+	"github.com/dflockd-ng/dflockd/internal/fdguard"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -50,7 +52,18 @@ type ClusterConfig struct {
 	// HTTP admin routes' token (admin.go).
 	AdminToken     string
 	AdminTokenFile string // --admin-token-file
+	// Recover (--raft-recover) and AcceptLoss (--raft-accept-loss) say
+	// what to do with a damaged raft directory (cluster/damage.go): by
+	// default the member refuses to start.
+	Recover    bool
+	AcceptLoss bool
 }
+
+// benchNoRaftMark, set in the environment, leaves the raft log's mark
+// unmaintained (cluster.StorageConfig.NoMark): only for the benchmark
+// suite, which compares the cluster with and without it. It is not a
+// setting: no flag, not in --help.
+const benchNoRaftMark = "DFLOCKD_BENCH_NO_RAFT_MARK"
 
 // resolveRaftToken reads --raft-auth-token-file when the token itself is
 // not given.
@@ -83,6 +96,9 @@ func checkCluster(cfg *Config) error {
 		if c.OrphanTTL > 0 {
 			errs = append(errs, errors.New("--orphan-ttl needs --raft-dir (cluster mode): a single node's stable-ref is inert"))
 		}
+		if c.Recover || c.AcceptLoss {
+			errs = append(errs, errors.New("--raft-recover and --raft-accept-loss need --raft-dir (cluster mode): they concern its raft log"))
+		}
 		return errors.Join(errs...)
 	}
 	var errs []error
@@ -112,6 +128,9 @@ func checkCluster(cfg *Config) error {
 	}
 	if n != 0 && n != 3 {
 		errs = append(errs, errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: all or none"))
+	}
+	if c.Recover && c.AcceptLoss {
+		errs = append(errs, errors.New("--raft-recover and --raft-accept-loss exclude each other: recover copies lost entries back from the leader, accept-loss goes on without them"))
 	}
 	return errors.Join(errs...)
 }
@@ -193,7 +212,7 @@ type clusterServer struct {
 
 // newClusterServer opens the node's storage, binds the raft and client
 // listeners (errors before anything says listening), and starts raft.
-func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *tlscert.Store,
+func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client net.Listener, certs *tlscert.Store,
 	scfg session.Config, ecfg engine.Config, ncfg netconn.Config) (*clusterServer, error) {
 	c := &cfg.Cluster
 	peers, _ := cluster.ParsePeers(c.Peers) // checked by LoadConfig
@@ -207,7 +226,10 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 	}
 	rlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr,
 		JSONFormat: cfg.LogFormat == "json"})
-	storage, err := cluster.OpenStorage(c.RaftDir, rlog.StandardWriter(&hclog.StandardLoggerOptions{}))
+	storage, err := cluster.OpenStorage(c.RaftDir, cluster.StorageConfig{
+		LogOutput: rlog.StandardWriter(&hclog.StandardLoggerOptions{}), Log: log,
+		ID: raft.ServerID(c.NodeID), Peers: len(peers), Recover: c.Recover, AcceptLoss: c.AcceptLoss,
+		NoMark: os.Getenv(benchNoRaftMark) != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +238,7 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 		storage.Close()
 		return nil, fmt.Errorf("--raft-addr %s: %w", c.RaftAddr, err)
 	}
-	stream, err := cluster.NewStream(ln, cluster.StreamConfig{Token: []byte(c.RaftToken),
+	stream, err := cluster.NewStream(guard.Listener(ln), cluster.StreamConfig{Token: []byte(c.RaftToken),
 		ServerTLS: serverTLS, ClientTLS: clientTLS,
 		OnRefused: func(remote string, err error) {
 			ncfg.Events.Warn("raft peer refused", "remote", remote, "error", err.Error())
@@ -226,7 +248,9 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 		storage.Close()
 		return nil, err
 	}
-	trans := raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, rlog)
+	// A member recovering a damaged log takes no part in elections until
+	// it has caught up (cluster/voteguard.go).
+	trans := storage.Transport(raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, rlog))
 
 	addrs := map[raft.ServerID]string{}
 	var servers []raft.Server
@@ -247,7 +271,7 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 	rc := cluster.DefaultRaft()
 	rc.Logger = rlog
 	node, err := cluster.New(cluster.Config{
-		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Logs,
+		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Stable,
 		Snapshots: storage.Snaps, Raft: rc, Output: out, ClientAddrs: addrs,
 		GCInterval: cfg.GCInterval, OrphanTTL: c.OrphanTTL,
 		Init: cluster.Init{Profile: ecfg.Profile, DefaultLease: ecfg.DefaultLease, MaxLocks: ecfg.MaxLocks,
@@ -256,7 +280,7 @@ func newClusterServer(cfg Config, log *slog.Logger, client net.Listener, certs *
 			FenceFloor: ecfg.FenceFloor},
 	})
 	if err != nil {
-		trans.Close()
+		_ = trans.(raft.WithClose).Close()
 		storage.Close()
 		return nil, err
 	}

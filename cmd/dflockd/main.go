@@ -137,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Error("cannot listen", "addr", failed, "error", err)
 			return 1
 		}
-		cs, err := newClusterServer(cfg, log, ls[0], certs, scfg, ecfg,
+		cs, err := newClusterServer(cfg, log, guard, ls[0], certs, scfg, ecfg,
 			netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count})
 		if err != nil {
 			ls[0].Close()

@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// The log mark is a member's durable memory of how far its raft log
+// reached: raft-wal recovers a log that ends early (a truncated or
+// damaged segment) without complaint, so without a record kept apart
+// from the log, a member that acknowledged entries could restart without
+// them, vote, and elect a leader that never had them (issue #19 §2).
+//
+// The mark file (raft-mark in the raft directory) holds two slots, each
+// in a sector of its own; records alternate between them with a rising
+// sequence number, so a write torn by a power cut spoils only the slot it
+// was writing and the other still holds the previous record. Each record
+// carries a CRC-32C. Reading takes the valid slot with the higher
+// sequence number.
+
+const (
+	markFileName = "raft-mark"
+	// markSlot is the space of one record: a 512-byte sector, so that the
+	// two records never share one.
+	markSlot = 512
+	// markRecordLen is the encoded record: magic, version, seq, stored,
+	// writing, owed, CRC (and 4 bytes of padding).
+	markRecordLen = 56
+	markMagic     = "DFLKMARK"
+	markVersion   = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// mark is one record of the mark file.
+type mark struct {
+	seq uint64
+	// stored: raft was told every entry up to here is stored (StoreLogs
+	// returned), so this member may have counted towards committing it.
+	stored uint64
+	// writing: the last entry of the append that was in flight when this
+	// record was written (≥ stored). The record is written concurrently
+	// with the append, so after a crash (stored, writing] may be missing
+	// legitimately: raft-wal drops a last batch whose write was torn, and
+	// raft was never told it was stored.
+	writing uint64
+	// owed, while the member recovers from damage (--raft-recover): the
+	// old stored mark, which its log must reach again before it votes or
+	// stands for election; 0 otherwise.
+	owed uint64
+}
+
+// appendMark encodes r (markRecordLen bytes) after dst.
+func appendMark(dst []byte, r mark) []byte {
+	start := len(dst)
+	dst = append(dst, markMagic...)
+	dst = binary.LittleEndian.AppendUint32(dst, markVersion)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, r.seq)
+	dst = binary.LittleEndian.AppendUint64(dst, r.stored)
+	dst = binary.LittleEndian.AppendUint64(dst, r.writing)
+	dst = binary.LittleEndian.AppendUint64(dst, r.owed)
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(dst, 0)
+}
+
+// parseMark decodes one slot. ok is false for a slot that holds no valid
+// record: never written (zeros), torn, or damaged.
+func parseMark(b []byte) (r mark, ok bool) {
+	if len(b) < markRecordLen || string(b[:8]) != markMagic ||
+		binary.LittleEndian.Uint32(b[8:]) != markVersion {
+		return mark{}, false
+	}
+	if crc32.Checksum(b[:48], castagnoli) != binary.LittleEndian.Uint32(b[48:]) {
+		return mark{}, false
+	}
+	r = mark{
+		seq:     binary.LittleEndian.Uint64(b[16:]),
+		stored:  binary.LittleEndian.Uint64(b[24:]),
+		writing: binary.LittleEndian.Uint64(b[32:]),
+		owed:    binary.LittleEndian.Uint64(b[40:]),
+	}
+	return r, r.seq != 0 && r.writing >= r.stored
+}
+
+// newestMark is the valid record of the file content b with the highest
+// sequence number (seq 0: none).
+func newestMark(b []byte) mark {
+	var best mark
+	for slot := 0; slot*markSlot < len(b); slot++ {
+		if r, ok := parseMark(b[slot*markSlot:]); ok && r.seq > best.seq {
+			best = r
+		}
+	}
+	return best
+}
+
+// markFile is the open mark file. It is not safe for concurrent use: the
+// log store serialises its writes.
+type markFile struct {
+	f     *os.File
+	path  string
+	last  mark // the record written last (its seq is the highest)
+	buf   []byte
+	syncs int // durable writes so far (tests)
+}
+
+// markState is what openMark found.
+type markState uint8
+
+const (
+	markFound   markState = iota // a valid record
+	markBlank                    // none yet: a new directory, one written before marks existed, or whose first record never became durable
+	markCorrupt                  // slots that are neither valid nor blank
+)
+
+// openMark opens (creating) the mark file in dir and reads it. Unless it
+// was markFound, the caller starts it with create.
+func openMark(dir string) (*markFile, markState, error) {
+	path := filepath.Join(dir, markFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	m := &markFile{f: f, path: path, buf: make([]byte, 0, markRecordLen)}
+	b := make([]byte, 2*markSlot)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	b = b[:n]
+	m.last = newestMark(b)
+	switch {
+	case m.last.seq != 0:
+		return m, markFound, nil
+	case len(bytes.Trim(b, "\x00")) != 0:
+		return m, markCorrupt, nil
+	}
+	return m, markBlank, nil
+}
+
+// create starts a blank (or replaced) mark file with r: both slots are
+// written at once, r in the first, and made durable with the directory
+// entry.
+func (m *markFile) create(r mark) error {
+	r.seq = 1
+	b := appendMark(make([]byte, 0, 2*markSlot), r)
+	b = b[:2*markSlot] // the second slot blank: zeros
+	if _, err := m.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("write %s: %w", m.path, err)
+	}
+	if err := m.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", m.path, err)
+	}
+	if err := syncDir(filepath.Dir(m.path)); err != nil {
+		return fmt.Errorf("fsync the directory of %s: %w", m.path, err)
+	}
+	m.last = r
+	return nil
+}
+
+// write stores r as the next record, in the slot the previous one did not
+// use (record n goes to slot (n-1)%2). With durable it returns once the record is on disk (fdatasync: the
+// file's size and blocks never change after create, so no metadata need
+// be flushed); without, the record reaches the page cache, which a
+// process crash does not lose, and the disk with the next durable write.
+func (m *markFile) write(r mark, durable bool) error {
+	r.seq = m.last.seq + 1
+	m.buf = appendMark(m.buf[:0], r)
+	if _, err := m.f.WriteAt(m.buf, int64((r.seq-1)%2)*markSlot); err != nil {
+		return fmt.Errorf("write %s: %w", m.path, err)
+	}
+	// The record counts as written even if the sync fails: its slot is
+	// spent either way, and the next record takes the other one.
+	m.last = r
+	if durable {
+		if err := datasync(m.f); err != nil {
+			return fmt.Errorf("fdatasync %s: %w", m.path, err)
+		}
+		m.syncs++
+	}
+	return nil
+}
+
+func (m *markFile) close() error { return m.f.Close() }
+
+// syncDir makes a new directory entry in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// LogMark is what a raft directory's mark file says (ReadLogMark).
+type LogMark struct {
+	// Stored: the member had acknowledged storing every entry up to here.
+	Stored uint64
+	// Owed: while it recovers from damage (--raft-recover), the index its
+	// log must reach again before it votes; 0 otherwise.
+	Owed uint64
+}
+
+// ReadLogMark reads the mark of the raft directory dir without opening
+// the directory, which a running member may hold: for inspection and
+// tests. ok is false when there is no valid record.
+func ReadLogMark(dir string) (m LogMark, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, markFileName))
+	if err != nil {
+		return LogMark{}, false, err
+	}
+	r := newestMark(b)
+	return LogMark{Stored: r.stored, Owed: r.owed}, r.seq != 0, nil
+}

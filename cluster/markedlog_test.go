@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+)
+
+// markedFixture is a WAL with its mark in a temporary directory.
+type markedFixture struct {
+	t   *testing.T
+	dir string
+	w   *wal.WAL
+	l   *markedLog
+	mf  *markFile
+}
+
+func newMarkedFixture(t *testing.T, owed uint64, onRecovered func(uint64)) *markedFixture {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := wal.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _, err := openMark(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.create(mark{owed: owed}); err != nil {
+		t.Fatal(err)
+	}
+	f := &markedFixture{t: t, dir: dir, w: w, mf: mf, l: newMarkedLog(w, mf, 0, owed, onRecovered)}
+	f.l.syncEvery = 0 // every append durable; TestMarkedLogSyncsEveryInterval tests the interval
+	t.Cleanup(func() {
+		f.l.close()
+		w.Close()
+	})
+	return f
+}
+
+// entries are raft log entries lo..hi.
+func entries(lo, hi uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := lo; i <= hi; i++ {
+		ls = append(ls, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: fmt.Appendf(nil, "entry %d", i)})
+	}
+	return ls
+}
+
+func (f *markedFixture) store(lo, hi uint64) {
+	f.t.Helper()
+	if err := f.l.StoreLogs(entries(lo, hi)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// onDisk is the mark as a restart reads it.
+func (f *markedFixture) onDisk() mark {
+	f.t.Helper()
+	m, st, err := openMark(f.dir)
+	if err != nil || st != markFound {
+		f.t.Fatalf("mark file: %v %v", st, err)
+	}
+	m.close()
+	r := m.last
+	r.seq = 0
+	return r
+}
+
+// TestMarkedLogSyncsEveryInterval: appends make the mark durable at most
+// once per syncEvery, and every append leaves stored = its last index in
+// the file (the page cache, which a process crash keeps).
+func TestMarkedLogSyncsEveryInterval(t *testing.T) {
+	f := newMarkedFixture(t, 0, nil)
+	now := time.Unix(1000, 0)
+	f.l.now = func() time.Time { return now }
+	f.l.syncEvery = 100 * time.Millisecond
+	f.store(1, 10) // the first append syncs
+	syncs := f.mf.syncs
+	for i := uint64(1); i <= 5; i++ {
+		now = now.Add(10 * time.Millisecond)
+		f.store(10*i+1, 10*i+10)
+		if got := f.onDisk(); got.stored != 10*i+10 {
+			t.Fatalf("after %d..%d: stored %d", 10*i+1, 10*i+10, got.stored)
+		}
+	}
+	if f.mf.syncs != syncs {
+		t.Fatalf("%d durable mark writes within one interval, want none", f.mf.syncs-syncs)
+	}
+	now = now.Add(100 * time.Millisecond)
+	f.store(61, 70)
+	if f.mf.syncs != syncs+1 {
+		t.Fatalf("durable mark writes once the interval passed: %d, want 1", f.mf.syncs-syncs)
+	}
+}
+
+// TestMarkedLogRaisesMark: every StoreLogs makes one durable mark write
+// (the concurrent one, which covers what earlier appends stored and names
+// what this one writes), and leaves stored = its last index behind it.
+func TestMarkedLogRaisesMark(t *testing.T) {
+	f := newMarkedFixture(t, 0, nil)
+	f.store(1, 10)
+	if got := f.onDisk(); got != (mark{stored: 10, writing: 10}) {
+		t.Fatalf("after 1..10: %+v", got)
+	}
+	syncs := f.mf.syncs
+	f.store(11, 20)
+	if f.mf.syncs != syncs+1 {
+		t.Fatalf("durable mark writes in one StoreLogs: %d, want 1", f.mf.syncs-syncs)
+	}
+	if got := f.onDisk(); got != (mark{stored: 20, writing: 20}) {
+		t.Fatalf("after 11..20: %+v", got)
+	}
+	// The durable record of the second append is the one before the last:
+	// it promised 1..10 and announced 11..20.
+	prev := f.mf.last.seq - 1
+	m, _, _ := openMark(f.dir)
+	defer m.close()
+	b := make([]byte, markRecordLen)
+	if _, err := m.f.ReadAt(b, int64((prev-1)%2)*markSlot); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := parseMark(b); !ok || r.stored != 10 || r.writing != 20 {
+		t.Fatalf("durable record of the second append: %+v %v, want stored 10 writing 20", r, ok)
+	}
+	if err := f.l.StoreLog(entries(21, 21)[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.onDisk(); got.stored != 21 {
+		t.Fatalf("after StoreLog(21): %+v", got)
+	}
+}
+
+// TestMarkedLogTailDeleteLowersMark: raft dropping a follower's
+// conflicting suffix lowers the mark, durably, before the WAL deletes.
+func TestMarkedLogTailDeleteLowersMark(t *testing.T) {
+	f := newMarkedFixture(t, 0, nil)
+	f.store(1, 20)
+	syncs := f.mf.syncs
+	if err := f.l.DeleteRange(15, 20); err != nil {
+		t.Fatal(err)
+	}
+	if f.mf.syncs != syncs+1 {
+		t.Fatal("the tail deletion did not write the mark durably")
+	}
+	if got := f.onDisk(); got != (mark{stored: 14, writing: 14}) {
+		t.Fatalf("after deleting 15..20: %+v", got)
+	}
+	if last, _ := f.w.LastIndex(); last != 14 {
+		t.Fatalf("log ends at %d, want 14", last)
+	}
+	// The replacement entries raise it again.
+	f.store(15, 17)
+	if got := f.onDisk(); got != (mark{stored: 17, writing: 17}) {
+		t.Fatalf("after storing 15..17 again: %+v", got)
+	}
+}
+
+// TestMarkedLogHeadDeleteKeepsMark: compaction behind a snapshot does not
+// move the mark.
+func TestMarkedLogHeadDeleteKeepsMark(t *testing.T) {
+	f := newMarkedFixture(t, 0, nil)
+	f.store(1, 20)
+	syncs := f.mf.syncs
+	if err := f.l.DeleteRange(1, 12); err != nil {
+		t.Fatal(err)
+	}
+	if f.mf.syncs != syncs {
+		t.Fatal("a head deletion wrote the mark")
+	}
+	if got := f.onDisk(); got != (mark{stored: 20, writing: 20}) {
+		t.Fatalf("after compacting 1..12: %+v", got)
+	}
+	if first, _ := f.w.FirstIndex(); first != 13 {
+		t.Fatalf("log starts at %d, want 13", first)
+	}
+}
+
+// TestMarkedLogRecoveryEnds: a recovering log reports, once, that it
+// reached the owed index, and the mark forgets the debt.
+func TestMarkedLogRecoveryEnds(t *testing.T) {
+	var got []uint64
+	f := newMarkedFixture(t, 25, func(i uint64) { got = append(got, i) })
+	f.store(1, 24)
+	if len(got) != 0 || f.onDisk().owed != 25 {
+		t.Fatalf("below the owed index: called %v, mark %+v", got, f.onDisk())
+	}
+	f.store(25, 30)
+	f.store(31, 31)
+	if len(got) != 1 || got[0] != 30 {
+		t.Fatalf("onRecovered calls %v, want [30]", got)
+	}
+	if m := f.onDisk(); m.owed != 0 || m.stored != 31 {
+		t.Fatalf("mark after recovery: %+v", m)
+	}
+}
