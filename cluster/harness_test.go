@@ -15,6 +15,12 @@ import (
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
+// awaitFor bounds every wait for the cluster to get somewhere (a leader,
+// a result, convergence). It is generous on purpose: elections and
+// replication slow down on a loaded machine, and only a cluster that is
+// really stuck should run it out.
+const awaitFor = 20 * time.Second
+
 // recorder is a test Output: what each local connection received, in
 // order, and how often the node was demoted.
 type recorder struct {
@@ -94,11 +100,17 @@ type testCluster struct {
 	members []*member
 }
 
+// fastRaft is raft for tests: elections in about a second, not the
+// default's several. Not faster: a follower that hears nothing for the
+// heartbeat timeout starts an election, and a loaded machine (the race
+// detector, two shared cores) stalls a node's goroutines for over 100 ms
+// at times: with timeouts that short, leaders change under tests that
+// rightly expect them to stay.
 func fastRaft() *raft.Config {
 	c := DefaultRaft()
-	c.HeartbeatTimeout = 100 * time.Millisecond
-	c.ElectionTimeout = 100 * time.Millisecond
-	c.LeaderLeaseTimeout = 50 * time.Millisecond
+	c.HeartbeatTimeout = 500 * time.Millisecond
+	c.ElectionTimeout = 500 * time.Millisecond
+	c.LeaderLeaseTimeout = 250 * time.Millisecond
 	c.CommitTimeout = 5 * time.Millisecond
 	c.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 	return c

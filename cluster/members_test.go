@@ -124,7 +124,7 @@ func TestCancelRunsWhatWaited(t *testing.T) {
 // leader's only.
 func TestAddAndRemoveVoter(t *testing.T) {
 	c := newTestCluster(t, 3, Init{DefaultLease: 30 * time.Second})
-	l := c.leader(5 * time.Second)
+	l := c.leader(awaitFor)
 	if err := l.node.ReadIndex(); err != nil {
 		t.Fatalf("ReadIndex on the leader: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestAddAndRemoveVoter(t *testing.T) {
 	if err := l.node.AddVoter("n4", string(n4.addr), "client-of-n4:6388"); err != nil {
 		t.Fatal(err)
 	}
-	c.converged(10 * time.Second)
+	c.converged(awaitFor)
 	if got := n4.node.LeaderAddr(); got != "client-of-"+string(l.id)+":6388" {
 		t.Fatalf("the added member redirects to %q", got)
 	}
@@ -204,7 +204,7 @@ func TestPromotionPublishesStaticAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.node, m.killed = node, false
-	c.leader(5 * time.Second)
+	c.leader(awaitFor)
 	if a, ok := node.FSM().MemberAddr(m.id); !ok || a != "static:6388" {
 		t.Fatalf("published %q %v", a, ok)
 	}

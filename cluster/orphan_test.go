@@ -15,7 +15,7 @@ import (
 // nobody takes over is closed once the TTL has passed, not before.
 func TestStableRefReadoption(t *testing.T) {
 	const ttl = time.Second
-	ss := startServersWith(t, 3, func(c *cluster.Config) { c.OrphanTTL = ttl })
+	ss := startServersWith(t, 3, func(c *cluster.Config) { steadyRaft(c); c.OrphanTTL = ttl })
 	l := leaderOf(t, ss, nil)
 
 	a := dial(t, l)
@@ -55,7 +55,7 @@ func TestStableRefReadoption(t *testing.T) {
 	if got := a2.do("r", "k", tok[1]); got != "ok" {
 		t.Fatalf("release by the re-adopted holder: %q", got)
 	}
-	if got := c2.reply(10 * time.Second); !strings.HasPrefix(got, "ok ") {
+	if got := c2.reply(awaitFor); !strings.HasPrefix(got, "ok ") {
 		t.Fatalf("c's re-adopted wait: %q", got)
 	}
 	if _, waiting := l.node.Engine().LockCounts(); waiting != 1 {
@@ -81,7 +81,7 @@ func TestStableRefReadoption(t *testing.T) {
 		if got != "timeout" {
 			t.Fatalf("try-lock of the orphan's key: %q", got)
 		}
-		if time.Since(closed) > 10*time.Second {
+		if time.Since(closed) > ttl+awaitFor { // generous: only a reaper that never runs misses it
 			t.Fatal("the orphan was never reaped")
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -93,7 +93,7 @@ func TestStableRefReadoption(t *testing.T) {
 
 func awaitWaiters(t *testing.T, s *server, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(awaitFor); ; time.Sleep(2 * time.Millisecond) {
 		if _, waiting := s.node.Engine().LockCounts(); waiting == n {
 			return
 		}
@@ -108,7 +108,7 @@ func awaitWaiters(t *testing.T, s *server, n int) {
 // second live connection with it, which takes nothing over).
 func awaitOrphans(t *testing.T, s *server, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); s.node.FSM().Orphans() != n; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(awaitFor); s.node.FSM().Orphans() != n; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never %d orphans (%d)", n, s.node.FSM().Orphans())
 		}

@@ -16,7 +16,7 @@ import (
 // one that waits run only after it, even though they reached the log
 // first; a client that half-closes after its requests gets every reply.
 func TestClusterPipelining(t *testing.T) {
-	ss := startServers(t, 3)
+	ss := startServersWith(t, 3, steadyRaft)
 	l := leaderOf(t, ss, nil)
 
 	a := dial(t, l)
@@ -43,11 +43,11 @@ func TestClusterPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, w := range want {
-		if got := a.reply(10 * time.Second); !strings.HasPrefix(got, w) || (w != "ok {" && got != w) {
+		if got := a.reply(awaitFor); !strings.HasPrefix(got, w) || (w != "ok {" && got != w) {
 			t.Fatalf("reply %d: %q, want %q", i, got, w)
 		}
 	}
-	tokA := strings.Fields(a.reply(10 * time.Second))
+	tokA := strings.Fields(a.reply(awaitFor))
 	if len(tokA) != 3 || tokA[0] != "ok" {
 		t.Fatalf("try-lock: %q", tokA)
 	}
@@ -58,7 +58,7 @@ func TestClusterPipelining(t *testing.T) {
 	if _, err := b.c.Write([]byte("l\nk\n10 30\nincr\nq\n1\nping\n_\n_\n")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(awaitFor); ; time.Sleep(2 * time.Millisecond) {
 		if _, waiting := l.node.Engine().LockCounts(); waiting == 1 {
 			break
 		}
@@ -73,11 +73,11 @@ func TestClusterPipelining(t *testing.T) {
 	if got := a.do("r", "k", tokA[1]); got != "ok" {
 		t.Fatalf("release: %q", got)
 	}
-	if got := strings.Fields(b.reply(10 * time.Second)); len(got) != 3 || got[0] != "ok" {
+	if got := strings.Fields(b.reply(awaitFor)); len(got) != 3 || got[0] != "ok" {
 		t.Fatalf("b's lock: %q", got)
 	}
 	for _, w := range []string{"ok 1", "ok"} {
-		if got := b.reply(10 * time.Second); got != w {
+		if got := b.reply(awaitFor); got != w {
 			t.Fatalf("b after its grant: %q, want %q", got, w)
 		}
 	}
@@ -102,7 +102,7 @@ func TestClusterPipelining(t *testing.T) {
 	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(awaitFor))
 	all, err := io.ReadAll(conn)
 	if err != nil {
 		t.Fatal(err)

@@ -27,12 +27,12 @@ func statsOf(t *testing.T, s *server) parse.ClusterStats {
 // leader and its client address as every member sees it, the voters, and
 // replicas that reach the same applied index with the same digest.
 func TestClusterStats(t *testing.T) {
-	ss := startServers(t, 3)
+	ss := startServersWith(t, 3, steadyRaft)
 	l := leaderOf(t, ss, nil)
 	if got := dial(t, l).do("incr", "n", "7"); got != "ok 7" {
 		t.Fatalf("incr: %q", got)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(awaitFor); ; time.Sleep(20 * time.Millisecond) {
 		var cs []parse.ClusterStats
 		for _, s := range ss {
 			cs = append(cs, statsOf(t, s))

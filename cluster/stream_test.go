@@ -129,7 +129,7 @@ func TestWrongTokenPeerCannotJoin(t *testing.T) {
 		}
 	}
 	var leader *tcpNode
-	for deadline := time.Now().Add(10 * time.Second); leader == nil; {
+	for deadline := time.Now().Add(awaitFor); leader == nil; {
 		for _, n := range nodes {
 			if n.node.Ready() {
 				leader = n
@@ -146,12 +146,12 @@ func TestWrongTokenPeerCannotJoin(t *testing.T) {
 	if err := leader.node.Submit(1, req(t, "incr", "c", "5")); err != nil {
 		t.Fatal(err)
 	}
-	if r := leader.out.next(t, 1, 0, 5*time.Second); r.Status != parse.StatusOK || r.Int != 5 {
+	if r := leader.out.next(t, 1, 0, awaitFor); r.Status != parse.StatusOK || r.Int != 5 {
 		t.Fatalf("incr: %+v", r)
 	}
 	select {
 	case <-refused:
-	case <-time.After(5 * time.Second):
+	case <-time.After(awaitFor):
 		t.Fatal("the intruder's requests were never refused")
 	}
 	if intruder.node.FSM().Inited() {

@@ -91,7 +91,7 @@ func newServer(t testing.TB, su setup) *testServer {
 	ts.tr = &http.Transport{MaxIdleConnsPerHost: 64}
 	ts.c = &http.Client{Transport: &validatingTransport{base: ts.tr, t: t}}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := ts.api.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
@@ -271,10 +271,11 @@ func (ts *testServer) lockStat(key string) (st parse.LockStat, ok bool) {
 	return parse.LockStat{}, false
 }
 
-// eventually polls cond until it holds or a deadline passes.
+// eventually polls cond until it holds or a deadline passes. The
+// deadline is generous: only something really stuck runs it out.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -296,7 +297,7 @@ func await[T any](t testing.TB, what string, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second): // generous, as eventually's
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}

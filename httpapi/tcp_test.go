@@ -35,7 +35,7 @@ func startTCP(t testing.TB, ts *testServer) string {
 		t.Fatalf("the TCP server: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-done
@@ -70,7 +70,7 @@ func (c *tcpClient) send(cmd, key, arg string) {
 // reply reads one reply line.
 func (c *tcpClient) reply() string {
 	c.t.Helper()
-	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second)) // generous: a bound on a reply that never comes
 	line, err := c.r.ReadString('\n')
 	if err != nil {
 		c.t.Fatalf("reading a reply: %v", err)

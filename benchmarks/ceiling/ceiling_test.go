@@ -78,7 +78,7 @@ func dial(t *testing.T) (net.Conn, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a bound on a server that never answers
 	return c, bufio.NewReader(c)
 }
 

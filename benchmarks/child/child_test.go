@@ -51,11 +51,11 @@ func TestStartAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	c, err := net.DialTimeout("tcp", p.Addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // generous: a bound on a child that never answers
 	if _, err := io.WriteString(c, "ping\n"); err != nil {
 		t.Fatal(err)
 	}

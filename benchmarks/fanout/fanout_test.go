@@ -10,8 +10,10 @@ import (
 )
 
 // small is a short run against the fake; tests override what they need.
+// Its Timeout bounds each signal's delivery: generous, so that only a
+// signal really lost, never a loaded machine, runs it out.
 func small(addr string) Config {
-	return Config{Name: "fake", Addr: addr, Subscribers: 40, Signals: 25, Warmup: 3, Timeout: 2 * time.Second}
+	return Config{Name: "fake", Addr: addr, Subscribers: 40, Signals: 25, Warmup: 3, Timeout: 20 * time.Second}
 }
 
 func TestRunAgainstFake(t *testing.T) {
@@ -71,7 +73,6 @@ func TestUncountedBeforeDisconnect(t *testing.T) {
 
 func mustFail(t *testing.T, cfg Config, want ...string) {
 	t.Helper()
-	began := time.Now()
 	res, err := Run(context.Background(), cfg)
 	if err == nil {
 		t.Fatalf("run succeeded (%+v), want an error mentioning %q", res, want)
@@ -85,9 +86,6 @@ func mustFail(t *testing.T, cfg Config, want ...string) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
 	}
-	if el := time.Since(began); el > 20*time.Second {
-		t.Errorf("the run took %v to fail", el)
-	}
 }
 
 func TestLostPushFails(t *testing.T) {
@@ -98,8 +96,11 @@ func TestLostPushFails(t *testing.T) {
 			return line, !(id == 7 && strings.HasPrefix(line, "sig bench.fanout 10 "))
 		}
 	})
+	// Only the Timeout tells a lost push from a late one, so the run lasts
+	// it; shorter, a signal merely delayed by a loaded machine would run
+	// it out first, and the error would name that one.
 	cfg := small(f.addr())
-	cfg.Timeout = 300 * time.Millisecond
+	cfg.Timeout = 10 * time.Second
 	mustFail(t, cfg, "signal 10: 1 of 40 readers had not received it")
 }
 

@@ -137,9 +137,13 @@ func TestLockRenewsLease(t *testing.T) {
 	if strings.Contains(r.stderr, "lost") {
 		t.Fatalf("unexpected warning: %s", r.stderr)
 	}
+	// Renewals are due every 2/3 s; how many ran depends on the machine's
+	// load. What the probes' holding for over 6 s implies, however late
+	// they ran: at least 3 renewals of the 2 s lease (fewer, and the fake
+	// would have handed the lock on: the probes would prove nothing).
 	renews := requestsOf(s, "n")
-	if len(renews) < 6 { // every 2/3 s for over 6 s
-		t.Fatalf("%d renewals in over 6 s, want at least 6", len(renews))
+	if len(renews) < 3 {
+		t.Fatalf("%d renewals in over 6 s of a 2 s lease, want at least 3", len(renews))
 	}
 	for _, n := range renews {
 		if !strings.HasSuffix(n.Arg, " 2") {
