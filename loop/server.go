@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -229,12 +228,18 @@ func (s *Server) loopFor(c gnet.Conn) *loopState {
 
 // OnBoot records the gnet engine. Its loops are not running yet: the
 // first OnTick starts accepting.
+//
+// A Shutdown that came before it stops gnet here, before any loop runs.
 func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 	s.mu.Lock()
 	s.mu.gnet = e
 	s.mu.boot = true
+	requested := s.mu.requested
 	s.mu.Unlock()
 	s.unhide() // bound: from now on nobody can connect to it
+	if requested {
+		return gnet.Shutdown
+	}
 	return gnet.None
 }
 
@@ -345,7 +350,7 @@ func (s *Server) stopGnet() error {
 	s.mu.requested = true
 	s.mu.Unlock()
 	if !boot {
-		return errors.New("loop: shutdown before the server started")
+		return nil // OnBoot stops gnet as soon as it starts
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,0 +1,71 @@
+package loop
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// A Shutdown that comes before the loops run (a SIGTERM during startup)
+// still ends Serve, with no error, and leaves no listener open.
+func TestShutdownBeforeServe(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{Listeners: []net.Listener{l}, Loops: 1, Engine: engine.Config{}}, timerwheel.NewMonoClock())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown before Serve: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after an early Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve still running after an early Shutdown")
+	}
+	if c, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts after Serve returned")
+	}
+}
+
+// Serve reports the end of the loops as a fault unless Shutdown asked for
+// it: gnet stopped behind the server's back must not look like a drain.
+func TestLoopsStoppedWithoutShutdownIsAnError(t *testing.T) {
+	ready := make(chan struct{})
+	srv := New(Config{Addr: "tcp://127.0.0.1:0", Loops: 1, Ready: ready}, timerwheel.NewMonoClock())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready")
+	}
+	srv.mu.Lock()
+	e := srv.mu.gnet
+	srv.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = e.Stop(ctx) // as a fault inside gnet would end it
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Serve returned nil after its loops stopped without a Shutdown")
+		}
+		t.Logf("Serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve still running after its loops stopped")
+	}
+}
