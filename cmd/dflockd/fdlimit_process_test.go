@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
 // The server as a process at its file descriptor limit (internal/fdguard):
@@ -52,9 +56,34 @@ func startLimitedProc(t *testing.T, bin string, fds int, flags ...string) *httpP
 }
 
 func TestFDExhaustionKeepsServing(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) {
+		p := startLimitedProc(t, binary(t), 256)
+		fdExhaustion(t, p, func() (net.Conn, error) { return net.DialTimeout("tcp", p.addr, 10*time.Second) })
+	})
+	t.Run("tls", func(t *testing.T) {
+		// netconn's accept loop, and HTTPS on the same certificate.
+		ca := certtest.NewCA(t, "dflockd test CA")
+		cert, key := ca.Leaf(t, "fd").Write(t, t.TempDir())
+		p := startLimitedProc(t, binary(t), 256, "--tls-cert", cert, "--tls-key", key)
+		p.base = strings.Replace(p.base, "http://", "https://", 1)
+		p.hc.Transport = &http.Transport{TLSClientConfig: certtest.ClientConfig(ca.Pool)}
+		fdExhaustion(t, p, func() (net.Conn, error) {
+			d := &net.Dialer{Timeout: 10 * time.Second}
+			return tls.DialWithDialer(d, "tcp", p.addr, certtest.ClientConfig(ca.Pool))
+		})
+	})
+}
+
+// fdExhaustion floods p, which runs under `ulimit -n 256`, with 300 raw
+// connections; dial opens a client connection of p's transport.
+func fdExhaustion(t *testing.T, p *httpProc, dial func() (net.Conn, error)) {
 	const limit, clients = 256, 300
-	p := startLimitedProc(t, binary(t), limit)
-	first := dialLine(t, p.addr)
+	fc, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fc.Close() })
+	first := &lineClient{t: t, c: fc, rd: bufio.NewReader(fc)}
 	if got := first.do("ping", "_", "_"); got != "ok" {
 		t.Fatalf("ping before the flood: %q", got)
 	}
@@ -98,7 +127,7 @@ func TestFDExhaustionKeepsServing(t *testing.T) {
 		c.Close()
 	}
 	flood = flood[clients/2:]
-	awaitServed(t, p.addr)
+	awaitServed(t, dial)
 
 	fams := scrapeRetrying(t, p)
 	if v := metricValue(fams, "dflockd_accept_fd_exhausted_total"); v < 1 {
@@ -138,11 +167,11 @@ func TestFDExhaustionKeepsServing(t *testing.T) {
 
 // awaitServed dials until a new connection answers ping (one accepted
 // while descriptors were still out is refused: closed at once).
-func awaitServed(t *testing.T, addr string) {
+func awaitServed(t *testing.T, dial func() (net.Conn, error)) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		c, err := dial()
 		if err != nil {
 			last = err.Error()
 			continue
