@@ -30,29 +30,11 @@ import (
 // waits for it to say listening.
 func startLimitedProc(t *testing.T, bin string, fds int, flags ...string) *httpProc {
 	t.Helper()
-	p := &httpProc{addr: freeAddr(t), log: new(syncBuffer)}
-	_, port, _ := net.SplitHostPort(p.addr)
-	httpAddr := freeAddr(t)
-	_, httpPort, _ := net.SplitHostPort(httpAddr)
-	p.base = "http://" + httpAddr
-	p.hc = &http.Client{Timeout: 10 * time.Second}
-	args := append([]string{"-c", `ulimit -n ` + strconv.Itoa(fds) + ` && exec "$0" "$@"`, bin,
-		"--host", "127.0.0.1", "--port", port, "--http-port", httpPort}, flags...)
-	p.cmd = exec.Command("sh", args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	limited := func(name string, args ...string) *exec.Cmd {
+		script := `ulimit -n ` + strconv.Itoa(fds) + ` && exec "$0" "$@"`
+		return exec.Command("sh", append([]string{"-c", script, name}, args...)...)
 	}
-	t.Cleanup(func() {
-		p.hc.CloseIdleConnections()
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", p.log.String())
-		}
-	})
-	waitFor(t, "the server to say listening", func() bool { return strings.Contains(p.log.String(), "msg=listening") })
-	return p
+	return startHTTPProcVia(t, limited, bin, flags...)
 }
 
 func TestFDExhaustionKeepsServing(t *testing.T) {

@@ -42,13 +42,20 @@ type httpProc struct {
 // extra flags, and waits for it to say listening.
 func startHTTPProc(t *testing.T, flags ...string) *httpProc {
 	t.Helper()
+	return startHTTPProcVia(t, exec.Command, binary(t), flags...)
+}
+
+// startHTTPProcVia is startHTTPProc with the binary bin, run by command
+// (exec.Command, or one that wraps it in a shell).
+func startHTTPProcVia(t *testing.T, command func(string, ...string) *exec.Cmd, bin string, flags ...string) *httpProc {
+	t.Helper()
 	p := &httpProc{addr: freeAddr(t), log: new(syncBuffer), hc: &http.Client{Timeout: 10 * time.Second}}
 	_, port, _ := net.SplitHostPort(p.addr)
 	httpAddr := freeAddr(t)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
 	p.base = "http://" + httpAddr
 	args := append([]string{"--host", "127.0.0.1", "--port", port, "--http-port", httpPort}, flags...)
-	p.cmd = exec.Command(binary(t), args...)
+	p.cmd = command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -166,11 +166,7 @@ func TestRaftDamageSingleMemberRefuses(t *testing.T) {
 	}
 	pipelinedIncr(t, m, "acked", 0, 1000)
 	m.signal(syscall.SIGKILL)
-	seg := newestSegment(t, m)
-	_, used := segmentEntries(t, seg)
-	if err := os.Truncate(seg, used/2); err != nil {
-		t.Fatal(err)
-	}
+	truncateNewestSegment(t, m)
 
 	out := refuses(t, m)
 	mustSay(t, "the refusal", out, raftDir(t, m), "only voter", "--raft-accept-loss", "backup")
@@ -254,11 +250,7 @@ func TestRaftDamageClusterMemberRecovers(t *testing.T) {
 	pipelinedIncr(t, l, "acked", 0, writes)
 	n1.signal(syscall.SIGKILL)
 	n2.signal(syscall.SIGKILL)
-	seg := newestSegment(t, n1)
-	_, used := segmentEntries(t, seg)
-	if err := os.Truncate(seg, used/2); err != nil {
-		t.Fatal(err)
-	}
+	truncateNewestSegment(t, n1)
 
 	out := refuses(t, n1)
 	mustSay(t, "n1's refusal", out, raftDir(t, n1), "one of 3 voters", "--raft-recover")
@@ -336,4 +328,15 @@ func TestRaftDamageFlags(t *testing.T) {
 	wantErr(t, append(slices.Clone(base), "--raft-recover", "--raft-accept-loss"), nil, "exclude each other")
 	wantErr(t, []string{"--raft-recover"}, nil, "need --raft-dir")
 	wantErr(t, nil, map[string]string{"DFLOCKD_RAFT_ACCEPT_LOSS": "1"}, "need --raft-dir")
+}
+
+// truncateNewestSegment cuts m's newest raft-wal segment to half of its
+// used bytes, as a disk that lost the end of a file would.
+func truncateNewestSegment(t *testing.T, m *member) {
+	t.Helper()
+	seg := newestSegment(t, m)
+	_, used := segmentEntries(t, seg)
+	if err := os.Truncate(seg, used/2); err != nil {
+		t.Fatal(err)
+	}
 }
