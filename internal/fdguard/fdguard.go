@@ -54,14 +54,13 @@ type Guard struct {
 	mu    sync.Mutex
 	spare int // the reserved descriptor (/dev/null), -1 when not held
 	// Rate-limited reporting: the first failure of a spell is logged at
-	// once, later ones at most every second, with what happened since.
-	lastLog     time.Time
-	unlogged    uint64 // failures since the last line
-	unrefused   uint64 // refusals since the last line
-	inSpell     bool   // descriptors are out (since the last accept that worked)
-	spellStart  time.Time
-	spellEnded  time.Time
-	recoveryDue bool // the end of a spell is still to be logged
+	// once, later ones once a second with what happened since (report).
+	unlogged   uint64 // failures since the last line
+	unrefused  uint64 // refusals since the last line
+	lastErr    string // the last failure, for the next line
+	lastAddr   string
+	inSpell    bool // report runs: a failure less than a second ago
+	spellStart time.Time
 }
 
 // New returns a guard that logs to log (nil: silent) and holds its spare
@@ -126,9 +125,9 @@ func OutOfDescriptors(err error) bool {
 	return false
 }
 
-// shortage handles one failed accept on l: it is counted, reported (rate
-// limited), and the connections waiting in l's backlog are refused on the
-// spare descriptor.
+// shortage handles one failed accept on l: it is counted and the
+// connections waiting in l's backlog are refused on the spare descriptor.
+// The first shortage of a spell is logged at once, and starts report.
 func (g *Guard) shortage(l net.Listener, err error) {
 	g.exhausted.Add(1)
 	g.mu.Lock()
@@ -137,67 +136,54 @@ func (g *Guard) shortage(l net.Listener, err error) {
 	g.refused.Add(refused)
 	g.unlogged++
 	g.unrefused += refused
-	now := g.now()
-	if !g.inSpell {
-		g.inSpell, g.spellStart = true, now
+	g.lastErr, g.lastAddr = err.Error(), l.Addr().String()
+	if g.inSpell {
+		return // report has it
 	}
-	g.recoveryDue = false // this spell's lines carry the counts
-	if !g.lastLog.IsZero() && now.Sub(g.lastLog) < time.Second {
+	g.inSpell, g.spellStart = true, g.now()
+	g.warn()
+	go g.report()
+}
+
+// report writes a line a second while the spell lasts: the shortages
+// since the last line, or, after a second with none, that the spell is
+// over.
+func (g *Guard) report() {
+	for {
+		time.Sleep(time.Second)
+		g.mu.Lock()
+		if g.unlogged > 0 {
+			g.warn()
+			g.mu.Unlock()
+			continue
+		}
+		g.inSpell = false
+		if g.log != nil {
+			g.log.Info("accepting connections again: no accept has failed for want of descriptors for a second",
+				"out_for", g.now().Sub(g.spellStart).Round(time.Millisecond).String())
+		}
+		g.mu.Unlock()
 		return
 	}
-	g.lastLog = now
+}
+
+// warn logs the shortages since the last line. g.mu held.
+func (g *Guard) warn() {
 	if g.log != nil {
 		g.log.Warn("out of file descriptors: open connections are served, new ones refused until some close",
-			"addr", l.Addr().String(), "error", err.Error(),
+			"addr", g.lastAddr, "error", g.lastErr,
 			"failed_accepts", g.unlogged, "refused", g.unrefused, "fd_limit", softLimit(),
 			"fix", "raise LimitNOFILE / ulimit -n, or lower --max-connections")
 	}
 	g.unlogged, g.unrefused = 0, 0
 }
 
-// recovered notes that descriptors are there again: a spell of shortage,
-// if any, is over. The line saying so keeps to the once-a-second budget:
-// if one was written less than a second ago, it comes when the second
-// is up, unless descriptors have run out again by then.
-func (g *Guard) recovered(l net.Listener) {
+// recovered notes that a connection was accepted after shortages: the
+// spare descriptor is taken back if it could not be.
+func (g *Guard) recovered() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reserve()
-	if !g.inSpell {
-		return
-	}
-	g.inSpell = false
-	g.recoveryDue = true
-	g.spellEnded = g.now()
-	addr := l.Addr().String()
-	if wait := time.Second - g.now().Sub(g.lastLog); wait > 0 {
-		time.AfterFunc(wait, func() {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			g.logRecovery(addr)
-		})
-		return
-	}
-	g.logRecovery(addr)
-}
-
-// spellEnd is how long the last spell lasted.
-func (g *Guard) spellEnd(time.Time) time.Duration { return g.spellEnded.Sub(g.spellStart) }
-
-// logRecovery writes the line of a recovery still due. g.mu held.
-func (g *Guard) logRecovery(addr string) {
-	if !g.recoveryDue || g.inSpell {
-		return
-	}
-	g.recoveryDue = false
-	now := g.now()
-	g.lastLog = now
-	if g.log != nil {
-		g.log.Info("accepting connections again: file descriptors are free",
-			"addr", addr, "out_for", g.spellEnd(now).Round(time.Millisecond).String(),
-			"failed_accepts", g.unlogged, "refused", g.unrefused)
-	}
-	g.unlogged, g.unrefused = 0, 0
 }
 
 // refuseWaiting gives up the spare descriptor, accepts and closes up to
@@ -275,7 +261,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 			l.mu.Unlock()
 			if over {
-				l.g.recovered(l.Listener)
+				l.g.recovered()
 			}
 			return c, nil
 		}
@@ -307,7 +293,7 @@ func (l *Listener) Served() {
 	l.suspect, l.delay = false, 0
 	l.mu.Unlock()
 	if over {
-		l.g.recovered(l.Listener)
+		l.g.recovered()
 	}
 }
 
