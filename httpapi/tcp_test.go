@@ -19,28 +19,37 @@ import (
 // address. The server stops with the test (its Shutdown drains the hub).
 func startTCP(t testing.TB, ts *testServer) string {
 	t.Helper()
+	// Bound here and handed over: no port picked by listening and closing
+	// that another process could take before the server binds it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	ready := make(chan struct{})
-	srv := loop.New(loop.Config{Addr: "tcp://" + addr, Loops: 2, Hub: ts.hub, Ready: ready}, ts.hub.Clock())
+	srv := loop.New(loop.Config{Listeners: []net.Listener{l}, Loops: 2, Hub: ts.hub, Ready: ready}, ts.hub.Clock())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the TCP server: %v", err)
-	}
+	// Registered before anything can fail: a Shutdown before the loops
+	// run ends Serve as soon as gnet boots.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the TCP server still running 30 s after Shutdown")
+		}
 	})
-	return addr
+	select {
+	case <-ready:
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("the TCP server: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the TCP server did not start within 20 s")
+	}
+	return l.Addr().String()
 }
 
 // tcpClient is a dflockd line-protocol client.

@@ -15,23 +15,23 @@ import (
 // (dflockd + godistlock listeners on one engine) starts and stops once:
 // gnet's Stop takes about 500 ms.
 func TestGodistlock(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gdAddr := l.Addr().String()
-	l.Close()
+	// The godistlock listener follows the line protocol's, which
+	// startServer binds.
 	ts, err := startServer(Config{
-		ReadTimeout:    time.Second,
-		GodistlockAddr: "tcp://" + gdAddr,
-		GodistlockID:   "node-1",
-		Version:        "v9",
+		ReadTimeout:  time.Second,
+		Listeners:    []net.Listener{gl},
+		GodistlockID: "node-1",
+		Version:      "v9",
 	}, engine.Config{MaxLocks: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ts.stop)
-	g := &gdServer{ts: ts, addr: gdAddr}
+	g := &gdServer{ts: ts, addr: gl.Addr().String()}
 
 	t.Run("Hello", g.testHello)
 	t.Run("GodistlockHoldsDflockdWaits", g.testGodistlockHolds)
@@ -202,20 +202,32 @@ func (g *gdServer) testPipelined(t *testing.T) {
 }
 
 func (g *gdServer) testRefresh(t *testing.T) {
+	// Leases long enough that a stalled machine does not end one before
+	// the request that relies on it: the first lease outlasts the three
+	// requests before the refresh, the refreshed one the wait for the
+	// first to end and the IS after it.
+	const (
+		firstLease     = 3 * time.Second
+		refreshedLease = 6 * time.Second
+	)
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	k := key("gdref")
 	a, b := g.dialGD(t), g.dialGD(t)
-	f := gd(a, "TRY "+k+" 600 r1", "GIVE r1 *")[2]
+	f := gd(a, "TRY "+k+" "+ms(firstLease)+" r1", "GIVE r1 *")[2]
+	// After the grant: the first lease ends by granted+firstLease.
+	granted := time.Now()
 	gd(b, "REFRESH "+k+" "+f+" 5000 r2", "NO r2") // not b's lock
 	gd(a, "REFRESH "+k+" 999999999 5000 r3", "NO r3")
-	time.Sleep(200 * time.Millisecond)
-	gd(a, "REFRESH "+k+" "+f+" 2000 r4", "GIVE r4 "+f)
-	time.Sleep(700 * time.Millisecond) // past the first lease, within the renewed one
+	refreshed := time.Now() // before the refresh: the refreshed lease cannot start earlier
+	gd(a, "REFRESH "+k+" "+f+" "+ms(refreshedLease)+" r4", "GIVE r4 "+f)
+	// Past the first lease: only the refresh keeps a's lock now.
+	time.Sleep(time.Until(granted.Add(firstLease + 100*time.Millisecond)))
 	gd(b, "IS "+k+" r5", "LOCK r5 "+f)
-	// The lease is the ON/TRY timeout in ms: b's ON is granted when it ends.
-	start := time.Now()
+	// The lease is the ON/TRY timeout in ms: b's ON is granted when the
+	// refreshed lease ends, never before.
 	gd(b, "ON "+k+" 30000 r6", "GIVE r6 *")
-	if el := time.Since(start); el < 800*time.Millisecond {
-		t.Fatalf("granted after %v, before the refreshed lease ended", el)
+	if el := time.Since(refreshed); el < refreshedLease {
+		t.Fatalf("granted %v after the refresh was sent, before the refreshed %v lease ended", el, refreshedLease)
 	}
 	gd(a, "REFRESH "+k+" "+f+" 2000 r7", "NO r7")
 }
@@ -313,24 +325,45 @@ func (g *gdServer) testIdle(t *testing.T) {
 // does: a client re-sending ON to extend its lock must not wait out its
 // own lease. Another connection's ON still waits.
 func (g *gdServer) testRepeatedOn(t *testing.T) {
+	// renewEvery leaves lease-renewEvery (3 s) of margin for a stalled
+	// machine before a's lease would run out between two renewals.
+	const (
+		lease      = 4 * time.Second
+		renewEvery = time.Second
+	)
+	ls := strconv.FormatInt(lease.Milliseconds(), 10)
 	k := key("gdre")
 	a, b := g.dialGD(t), g.dialGD(t)
-	f := gd(a, "ON "+k+" 2000 o1", "GIVE o1 *")[2]
-	start := time.Now()
-	gd(a, "ON "+k+" 2000 o2", "GIVE o2 "+f)
-	if el := time.Since(start); el > time.Second {
-		t.Fatalf("a repeated ON waited %v", el)
-	}
+	// A first lease of a minute: a repeated ON that waited for it to end
+	// would outlast expect's wait, so its GIVE shows it answered at once.
+	f := gd(a, "ON "+k+" 60000 o1", "GIVE o1 *")[2]
+	gd(a, "ON "+k+" 60000 o2", "GIVE o2 "+f)
 	gd(b, "ON "+k+" 30000 w", "")
-	// Extend past the first lease: b must not get the lock meanwhile (a
-	// TRY after a lost lock would answer NO).
-	for i := range 3 {
-		time.Sleep(800 * time.Millisecond)
-		gd(a, "TRY "+k+" 2000 t"+strconv.Itoa(i), "GIVE t"+strconv.Itoa(i)+" "+f)
+	waitFor(t, func() bool { return g.waiters(t, k) == 1 })
+	// A repeated TRY restarts the lease with its own length: from now on
+	// a holds the lock for lease after its latest renewal. Renew past the
+	// first of these leases: b must not get the lock meanwhile (a TRY
+	// after a lost lock would answer NO).
+	gd(a, "TRY "+k+" "+ls+" t0", "GIVE t0 "+f)
+	first := time.Now() // after the reply: the first short lease ends by first+lease
+	var renewed time.Time
+	for i := 1; ; i++ {
+		time.Sleep(renewEvery)
+		past := time.Since(first) > lease // the last renewal is sent past it
+		n := "t" + strconv.Itoa(i)
+		renewed = time.Now() // before the renewal: its lease cannot start earlier
+		gd(a, "TRY "+k+" "+ls+" "+n, "GIVE "+n+" "+f)
+		if past {
+			break
+		}
 	}
 	b.silent(10 * time.Millisecond)
-	// Once a stops extending, its lease ends and b is granted a new fence.
+	// Once a stops extending, its lease ends and b is granted a new fence,
+	// no sooner than a lease after the last renewal.
 	got := field(b.expect("GIVE w *"), 2)
+	if el := time.Since(renewed); el < lease {
+		t.Fatalf("b granted %v after a's last renewal was sent, before its %v lease ended", el, lease)
+	}
 	if atou(t, got) <= atou(t, f) {
 		t.Fatalf("b's fence %s not after a's %s", got, f)
 	}

@@ -34,29 +34,54 @@ type testServer struct {
 	done chan error
 }
 
+// startServer serves cfg on a listener bound here, placed before any in
+// cfg.Listeners (the line protocol's comes first): binding and passing
+// the socket leaves no gap in which another process could take a port
+// picked by listening and closing. If the server does not come up, it is
+// shut down and the listeners closed before the error returns.
 func startServer(cfg Config, ecfg engine.Config) (*testServer, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		for _, l := range cfg.Listeners {
+			l.Close()
+		}
 		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
+	cfg.Listeners = append([]net.Listener{l}, cfg.Listeners...)
 	ready := make(chan struct{})
-	cfg.Addr = "tcp://" + addr
 	cfg.Loops = 2 // consecutive connections land on different loops
 	cfg.Ready = ready
 	clock := timerwheel.NewMonoClock()
 	cfg.Engine = ecfg
 	srv := New(cfg, clock)
-	ts := &testServer{addr: addr, srv: srv, eng: srv.Engine(), done: make(chan error, 1)}
+	ts := &testServer{addr: l.Addr().String(), srv: srv, eng: srv.Engine(), done: make(chan error, 1)}
 	go func() { ts.done <- srv.Serve() }()
 	select {
 	case <-ready:
 		return ts, nil
 	case err := <-ts.done:
+		closeAll(cfg.Listeners)
 		return nil, fmt.Errorf("serve: %v", err)
-	case <-time.After(10 * time.Second):
-		return nil, fmt.Errorf("server did not start")
+	case <-time.After(20 * time.Second):
+		// A Shutdown before the loops run ends Serve as soon as gnet
+		// boots; wait for it, within bounds, so nothing is left serving.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		select {
+		case <-ts.done:
+		case <-time.After(20 * time.Second):
+		}
+		closeAll(cfg.Listeners)
+		return nil, fmt.Errorf("server did not start within 20 s")
+	}
+}
+
+// closeAll closes listeners a server that failed to start may have left
+// open (closing one twice is harmless).
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		_ = l.Close()
 	}
 }
 
@@ -126,6 +151,12 @@ func (c *client) raw(s string) {
 	}
 }
 
+// replyWithin bounds the wait for a reply or a close that must come. It
+// is generous on purpose: on a loaded machine (the race detector, two
+// shared cores) a reply can take seconds, and only a server that never
+// answers should run it out.
+const replyWithin = 20 * time.Second
+
 // line reads one reply line within d.
 func (c *client) line(d time.Duration) (string, error) {
 	c.c.SetReadDeadline(time.Now().Add(d))
@@ -135,7 +166,7 @@ func (c *client) line(d time.Duration) (string, error) {
 
 func (c *client) expect(want string) string {
 	c.t.Helper()
-	got, err := c.line(5 * time.Second)
+	got, err := c.line(replyWithin)
 	if err != nil {
 		c.t.Fatalf("waiting for %q: %v", want, err)
 	}
@@ -157,7 +188,7 @@ func (c *client) do(cmd, key, arg, want string) []string {
 func (c *client) ask(cmd, key, arg string) string {
 	c.t.Helper()
 	c.send(cmd, key, arg)
-	got, err := c.line(5 * time.Second)
+	got, err := c.line(replyWithin)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", cmd, key, err)
 	}
@@ -229,7 +260,7 @@ func (c *client) silent(d time.Duration) {
 // closed asserts that the server closed the connection.
 func (c *client) closed() {
 	c.t.Helper()
-	got, err := c.line(5 * time.Second)
+	got, err := c.line(replyWithin)
 	if err == nil {
 		c.t.Fatalf("expected close, got %q", got)
 	}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,32 +32,47 @@ type server struct {
 
 func startServer(t *testing.T) *server {
 	t.Helper()
+	// Bound here and handed over: no port picked by listening and closing
+	// that another process could take before the server binds it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	ready := make(chan struct{})
 	fences := fence.NewVolatile()
-	srv := loop.New(loop.Config{Addr: "tcp://" + addr, Loops: 2, Ready: ready, Count: true,
+	srv := loop.New(loop.Config{Listeners: []net.Listener{l}, Loops: 2, Ready: ready, Count: true,
 		ReadTimeout: 5 * time.Second, Engine: engine.Config{FenceFloor: fences.Seed(), Ceiling: fences}},
 		timerwheel.NewMonoClock())
-	s := &server{addr: addr, srv: srv, done: make(chan error, 1)}
+	s := &server{addr: l.Addr().String(), srv: srv, done: make(chan error, 1)}
 	go func() { s.done <- srv.Serve() }()
+	// Registered before anything can fail: the server is shut down and
+	// Serve has returned (a Shutdown before the loops run ends it as soon
+	// as gnet boots) before the test ends. The test's own context is
+	// cancelled by the time cleanups run: Shutdown gets one of its own.
+	t.Cleanup(func() {
+		if s.metrics != nil {
+			s.metrics.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("Serve still running 30 s after Shutdown")
+		}
+	})
 	select {
 	case <-ready:
 	case err := <-s.done:
+		s.done <- err // for the cleanup
 		t.Fatalf("serve: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not start within 20 s")
 	}
 	reg := NewRegistry(Sources{Engine: srv.Engine(), Hub: srv.Hub(), Fences: fences,
 		Transports: map[string]func() int{"tcp": srv.Connections}, Start: time.Now()})
 	s.metrics = httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(func() {
-		s.metrics.Close()
-		_ = srv.Shutdown(t.Context())
-		<-s.done
-	})
 	return s
 }
 

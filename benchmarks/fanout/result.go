@@ -47,6 +47,9 @@ type Result struct {
 	// SlowPending is what could still be read from the slow subscriber's
 	// socket once the server had closed it.
 	SlowPending int64 `json:"slow_pending_bytes"`
+	// Unstamped is how many measured pushes came without a kernel receive
+	// timestamp and were timed at their read instead (subscriber.line).
+	Unstamped int64 `json:"unstamped_pushes"`
 }
 
 // phaseAcc accumulates a phase on the publisher's goroutine.

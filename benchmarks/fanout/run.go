@@ -166,6 +166,7 @@ func (r *run) phases() (*Result, error) {
 	if res.SlowPending, err = r.drainClosed(slowConn); err != nil {
 		return nil, err
 	}
+	res.Unstamped = r.unstampedPushes()
 	return res, nil
 }
 

@@ -25,6 +25,9 @@ type subscriber struct {
 	next      int64       // sequence number of the push it must get next
 	replies   chan string // lines that are not pushes: answers to listen/unlisten
 	listening atomic.Bool // pushes are expected
+	// unstamped counts the measured pushes that came without a kernel
+	// receive timestamp and were recorded at their read time (see line).
+	unstamped atomic.Int64
 }
 
 // read consumes the connection until it is closed, checking every push
@@ -88,7 +91,21 @@ func (s *subscriber) line(line []byte, stamp, now int64) error {
 		return s.errorf(line, "phase %q, want %q", phase, want)
 	}
 	if stamp == 0 {
-		return s.errorf(line, "no kernel receive timestamp (SO_TIMESTAMPNS)")
+		// Linux switches receive timestamps on for the whole system
+		// lazily: the first socket to ask for them (or the first after
+		// the last one that had them closed, as between two runs)
+		// schedules the switch on a workqueue, and segments that arrive
+		// before it runs carry none. On a loaded machine that is the
+		// first pushes of a run, often past a short warm-up. Such a push
+		// is recorded at its read time instead: taken after recvmsg
+		// returned, it is never earlier than the receipt, so it can only
+		// make the server look slower. Warm-up pushes are not measured;
+		// the measured ones are counted (unstampedPushes), so a result
+		// can say how many of its receipts are read times.
+		stamp = now
+		if phase != phaseWarmup {
+			s.unstamped.Add(1)
+		}
 	}
 	s.next++
 	cur.stamp[s.id] = stamp - sent
@@ -97,6 +114,17 @@ func (s *subscriber) line(line []byte, stamp, now int64) error {
 		cur.done <- struct{}{}
 	}
 	return nil
+}
+
+// unstampedPushes is how many measured pushes of the run came without a
+// kernel receive timestamp, their receipt recorded at their read time.
+// Call it once the phases are over.
+func (r *run) unstampedPushes() int64 {
+	var n int64
+	for _, s := range r.subs {
+		n += s.unstamped.Load()
+	}
+	return n
 }
 
 func (s *subscriber) errorf(line []byte, format string, args ...any) error {

@@ -109,18 +109,20 @@ func TestFakeLeaseExpiresWithoutRenew(t *testing.T) {
 	}
 }
 
-// TestLockRenewsLease holds a 2 s lease for a command that runs much
-// longer; without renewal the fake hands the lock on after 2 s (see
+// TestLockRenewsLease holds a 3 s lease for a command that runs much
+// longer; without renewal the fake hands the lock on after 3 s (see
 // TestFakeLeaseExpiresWithoutRenew), so try-locks must keep failing.
+// Renewing every 0.5 s (--keepalive) leaves 2.5 s for a stalled machine
+// before a late renewal would really lose the lock.
 func TestLockRenewsLease(t *testing.T) {
 	s, env := fakeServer(t, fakedflockd.Options{})
 	dir := t.TempDir()
 	started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
-	cmd := start(t, env, "lock", "k", "--lease", "2", "--", "sh", "-c",
+	cmd := start(t, env, "lock", "k", "--lease", "3", "--keepalive", "0.5", "--", "sh", "-c",
 		`touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`, "sh", started, stop)
 	waitFor(t, "the command to start", func() bool { return exists(started) })
 	probe := testClient(t, s, "")
-	// Probe for three lease lengths; the command only ends when told to, so
+	// Probe for two lease lengths; the command only ends when told to, so
 	// a free lock can only mean a lost lease.
 	until := time.Now().Add(6 * time.Second)
 	probes := 0
@@ -137,17 +139,17 @@ func TestLockRenewsLease(t *testing.T) {
 	if strings.Contains(r.stderr, "lost") {
 		t.Fatalf("unexpected warning: %s", r.stderr)
 	}
-	// Renewals are due every 2/3 s; how many ran depends on the machine's
+	// Renewals are due every 0.5 s; how many ran depends on the machine's
 	// load. What the probes' holding for over 6 s implies, however late
-	// they ran: at least 3 renewals of the 2 s lease (fewer, and the fake
+	// they ran: at least 2 renewals of the 3 s lease (fewer, and the fake
 	// would have handed the lock on: the probes would prove nothing).
 	renews := requestsOf(s, "n")
-	if len(renews) < 3 {
-		t.Fatalf("%d renewals in over 6 s of a 2 s lease, want at least 3", len(renews))
+	if len(renews) < 2 {
+		t.Fatalf("%d renewals in over 6 s of a 3 s lease, want at least 2", len(renews))
 	}
 	for _, n := range renews {
-		if !strings.HasSuffix(n.Arg, " 2") {
-			t.Fatalf("renewal %q does not repeat the granted lease 2", n.Arg)
+		if !strings.HasSuffix(n.Arg, " 3") {
+			t.Fatalf("renewal %q does not repeat the granted lease 3", n.Arg)
 		}
 	}
 	if len(requestsOf(s, "r")) != 1 {

@@ -73,12 +73,18 @@ func TestLockAgainstRealServer(t *testing.T) {
 	t.Run("lease renewed and exit status passed", func(t *testing.T) {
 		dir := t.TempDir()
 		started, stop := filepath.Join(dir, "started"), filepath.Join(dir, "stop")
-		cmd := start(t, env, "lock", "long", "--lease", "1", "--", "sh", "-c",
+		// A 3 s lease renewed every 0.5 s (--keepalive): 2.5 s for a
+		// stalled machine before a late renewal would really lose it.
+		const lease = 3 * time.Second
+		cmd := start(t, env, "lock", "long", "--lease", "3", "--keepalive", "0.5", "--", "sh", "-c",
 			`touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; exit 7`, "sh", started, stop)
 		waitFor(t, "the command to start", func() bool { return exists(started) })
+		// The lock was granted before the command started: unrenewed, its
+		// lease would end by now+lease.
+		granted := time.Now()
 		probe := dialServer(t, srv)
-		// Three lease lengths: only renewal keeps the lock held that long.
-		for until := time.Now().Add(3 * time.Second); time.Now().Before(until); {
+		// Past the lease: only renewal keeps the lock held that long.
+		for until := granted.Add(lease + time.Second); time.Now().Before(until); {
 			if _, _, err := client.Acquire(probe, "long", 0); err != client.ErrTimeout {
 				t.Fatalf("try-lock while the command runs = %v, want timeout", err)
 			}

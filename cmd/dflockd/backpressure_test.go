@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -177,8 +179,16 @@ func isReset(err error) bool {
 	return errors.As(err, &se) && strings.Contains(se.Error(), "reset")
 }
 
+// cutWithin bounds TestFloodedSubscriberBounded's flood: the subscriber
+// must have been cut by then. Generous on purpose: how soon the kernel's
+// socket buffers and the server's bound fill depends on how fast the
+// publisher gets its signals answered, which on a loaded machine (the
+// race detector, two shared cores) is far below its nominal rate.
+const cutWithin = 2 * time.Minute
+
 // TestFloodedSubscriberBounded is acceptance 2 for pushes: a subscriber
-// that never reads while a publisher keeps signalling for 10 s.
+// that never reads while a publisher keeps signalling, for 10 s and then
+// until the server has cut the subscriber (at most cutWithin).
 // RSS stays within rssBound of idle and a well-behaved client's ping p99
 // within 2x; the subscriber is cut as a slow consumer (spec §B.9) once
 // pushCut bytes wait, or by the write timeout, whichever comes first, and
@@ -219,6 +229,27 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pub.Close()
+			pubRd := bufio.NewReaderSize(pub, 1<<16)
+			// The cut shows as one connection fewer in stats, asked on a
+			// connection of its own: the subscriber cannot see it without
+			// reading, which would end the flood's effect.
+			sc, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			stats := &statsConn{c: sc, rd: bufio.NewReader(sc)}
+			// Every connection answered a request: all are counted.
+			if _, err := pub.Write([]byte("ping\n_\n\n")); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := pubRd.ReadString('\n'); err != nil || l != "ok\n" {
+				t.Fatalf("ping: %q %v", l, err)
+			}
+			before, err := stats.connections()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var signals atomic.Int64
 			stop := make(chan struct{})
 			pubDone := make(chan error, 1)
@@ -226,7 +257,7 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 				// 256 pipelined signals every 10 ms: ~2.8 MB/s of pushes,
 				// which fill any socket that is not read within seconds,
 				// while leaving the server mostly idle for the probe.
-				prd := bufio.NewReaderSize(pub, 1<<16)
+				prd := pubRd
 				var b strings.Builder
 				tick := time.NewTicker(10 * time.Millisecond)
 				defer tick.Stop()
@@ -255,13 +286,31 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 					signals.Add(256)
 				}
 			}()
+			// The flood runs floodFor and then on until the cut: RSS is
+			// sampled all along, through the cut.
 			peak := idleRSS
+			var cutAfter time.Duration // 0: not seen
+			var statsErr error
 			var wg sync.WaitGroup
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for end := time.Now().Add(floodFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				begin := time.Now()
+				for ; ; time.Sleep(50 * time.Millisecond) {
 					peak = max(peak, p.rss(t))
+					if cutAfter == 0 {
+						n, err := stats.connections()
+						if err != nil {
+							statsErr = err
+							return
+						}
+						if n < before {
+							cutAfter = time.Since(begin)
+						}
+					}
+					if el := time.Since(begin); cutAfter > 0 && el >= floodFor || el >= cutWithin {
+						return
+					}
 				}
 			}()
 			time.Sleep(floodFor / 2)
@@ -271,8 +320,16 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 			if err := <-pubDone; err != nil {
 				t.Fatalf("publisher: %v", err)
 			}
-			t.Logf("RSS idle %.1f MiB, peak %.1f MiB (+%.1f MiB, bound %d MiB); ping p99 idle %v, under flood %v; %d signals",
-				float64(idleRSS)/(1<<20), float64(peak)/(1<<20), float64(peak-idleRSS)/(1<<20), rssBound>>20, idleP99, loadP99, signals.Load())
+			if statsErr != nil {
+				t.Fatalf("stats: %v", statsErr)
+			}
+			if cutAfter == 0 {
+				t.Fatalf("the subscriber still connected after %v of flooding (%d signals): the server does not bound its pushes",
+					cutWithin, signals.Load())
+			}
+			t.Logf("RSS idle %.1f MiB, peak %.1f MiB (+%.1f MiB, bound %d MiB); ping p99 idle %v, under flood %v; %d signals; cut after %v",
+				float64(idleRSS)/(1<<20), float64(peak)/(1<<20), float64(peak-idleRSS)/(1<<20), rssBound>>20, idleP99, loadP99, signals.Load(),
+				cutAfter.Round(time.Millisecond))
 			if peak-idleRSS > rssBound {
 				t.Errorf("RSS grew by %d bytes, bound %d", peak-idleRSS, rssBound)
 			}
@@ -300,4 +357,32 @@ func TestFloodedSubscriberBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statsConn asks a server for its connection count (stats).
+type statsConn struct {
+	c  net.Conn
+	rd *bufio.Reader
+}
+
+func (s *statsConn) connections() (int, error) {
+	_ = s.c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := s.c.Write([]byte("stats\n_\n\n")); err != nil {
+		return 0, err
+	}
+	l, err := s.rd.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	body, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), "ok ")
+	if !ok {
+		return 0, errors.New("stats reply " + l)
+	}
+	var st struct {
+		Connections *int `json:"connections"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Connections == nil {
+		return 0, fmt.Errorf("stats reply %q: no connection count (%v)", l, err)
+	}
+	return *st.Connections, nil
 }

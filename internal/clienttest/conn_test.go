@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,10 +116,12 @@ func receiveWithin[T any](t *testing.T, ch <-chan T, d time.Duration, what strin
 }
 
 // TestKeepAlive: the server drops a connection silent for its read timeout
-// (1 s here); pings every 300 ms keep a subscriber alive past it.
+// (3 s here); pings every 300 ms keep a subscriber alive past it, with
+// 2.7 s to spare for a stalled machine between two pings.
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	srv := testserver.Start(t, "--read-timeout", "1")
+	const readTimeout = 3 * time.Second
+	srv := testserver.Start(t, "--read-timeout", strconv.Itoa(int(readTimeout/time.Second)))
 	pinged := client.Dialer{KeepAlive: 300 * time.Millisecond}
 	silent := client.Dialer{KeepAlive: -1}
 	ctx := ctxTimeout(t, 10*time.Second)
@@ -134,10 +137,10 @@ func TestKeepAlive(t *testing.T) {
 
 	select {
 	case <-sc.Done(): // the control: dropped for silence
-	case <-time.After(20 * time.Second): // generous: the read timeout is 1 s
+	case <-time.After(30 * time.Second): // generous: the read timeout is 3 s
 		t.Fatal("the server did not drop the silent connection")
 	}
-	time.Sleep(time.Second) // one more read timeout for the pinged one
+	time.Sleep(readTimeout) // one more read timeout for the pinged one
 	if err := kc.Err(); err != nil {
 		t.Fatalf("the pinged connection ended: %v", err)
 	}

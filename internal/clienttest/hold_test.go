@@ -10,18 +10,23 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
-// TestLockRenewsUnderShortLease holds a 1 s lease for three seconds: only
-// background renewal keeps others out that long.
+// TestLockRenewsUnderShortLease holds a 3 s lease past its end: only
+// background renewal keeps others out that long. Renewing every tenth of
+// the lease (300 ms) leaves 2.7 s for a stalled machine before a late
+// renewal would really lose the lock.
 func TestLockRenewsUnderShortLease(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
-	l := &client.Lock{Key: "short", LeaseTTL: 1, Servers: []string{srv.Addr()}}
+	const lease = 3 * time.Second
+	l := &client.Lock{Key: "short", LeaseTTL: int(lease / time.Second), RenewRatio: 0.1, Servers: []string{srv.Addr()}}
 	ok, err := l.Acquire(context.Background())
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
+	// After the grant: unrenewed, the lease would end by acquired+lease.
+	acquired := time.Now()
 	probe := dial(t, srv.Addr())
-	for until := time.Now().Add(3 * time.Second); time.Now().Before(until); {
+	for until := acquired.Add(lease + 2*time.Second); time.Now().Before(until); {
 		_, _, err := client.Acquire(probe, "short", 0)
 		wantErr(t, err, client.ErrTimeout, "try-lock while renewed")
 		time.Sleep(100 * time.Millisecond) // pacing the probes, not synchronisation
@@ -219,10 +224,14 @@ func TestElection(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t)
 	events := make(chan string, 8)
+	const lease = 3 * time.Second
 	elect := func(name string) *client.Election {
-		return &client.Election{Key: "primary", Servers: []string{srv.Addr()}, LeaseTTL: 1, AcquireTimeout: 10 * time.Second,
-			OnElected:  func() { events <- name + " elected" },
-			OnResigned: func() { events <- name + " resigned" }}
+		// A 3 s lease renewed every 300 ms: 2.7 s for a stalled machine
+		// before a late renewal would really hand the leadership on.
+		return &client.Election{Key: "primary", Servers: []string{srv.Addr()}, LeaseTTL: int(lease / time.Second), RenewRatio: 0.1,
+			AcquireTimeout: 10 * time.Second,
+			OnElected:      func() { events <- name + " elected" },
+			OnResigned:     func() { events <- name + " resigned" }}
 	}
 	a, b := elect("a"), elect("b")
 	if won, err := a.Campaign(context.Background()); !won || err != nil {
@@ -241,13 +250,15 @@ func TestElection(t *testing.T) {
 	}
 	must(t, a.Resign(context.Background()))
 	must(t, receive(t, won, "b's Campaign"))
+	// After b's grant: unrenewed, its lease would end by elected+lease.
+	elected := time.Now()
 	got := map[string]bool{receive(t, events, "callback"): true, receive(t, events, "callback"): true}
 	if !got["a resigned"] || !got["b elected"] || !b.IsLeader() || a.IsLeader() {
 		t.Fatalf("callbacks %v, a leads %v, b leads %v", got, a.IsLeader(), b.IsLeader())
 	}
-	// b's 1 s lease outlives a few renewals; then it loses it to a release
+	// b's lease outlives a few renewals; then it loses it to a release
 	// behind its back and is told.
-	time.Sleep(1500 * time.Millisecond) // let the lease lapse were it not renewed
+	time.Sleep(time.Until(elected.Add(lease + 500*time.Millisecond))) // past the lease, were it not renewed
 	if !b.IsLeader() {
 		t.Fatalf("b lost the leadership: %v", b.Err())
 	}
