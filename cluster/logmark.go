@@ -108,7 +108,8 @@ type markFile struct {
 	path  string
 	last  mark // the record written last (its seq is the highest)
 	buf   []byte
-	syncs int // durable writes so far (tests)
+	syncs int    // durable writes so far (tests)
+	mem   []byte // the file mapped (Linux), once written through
 }
 
 // markState is what openMark found.
@@ -174,14 +175,14 @@ func (m *markFile) create(r mark) error {
 func (m *markFile) write(r mark, durable bool) error {
 	r.seq = m.last.seq + 1
 	m.buf = appendMark(m.buf[:0], r)
-	if _, err := m.f.WriteAt(m.buf, int64((r.seq-1)%2)*markSlot); err != nil {
+	if err := m.store(int64((r.seq-1)%2)*markSlot, m.buf); err != nil {
 		return fmt.Errorf("write %s: %w", m.path, err)
 	}
 	// The record counts as written even if the sync fails: its slot is
 	// spent either way, and the next record takes the other one.
 	m.last = r
 	if durable {
-		if err := datasync(m.f); err != nil {
+		if err := m.flush(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", m.path, err)
 		}
 		m.syncs++
@@ -189,7 +190,10 @@ func (m *markFile) write(r mark, durable bool) error {
 	return nil
 }
 
-func (m *markFile) close() error { return m.f.Close() }
+func (m *markFile) close() error {
+	m.unmap()
+	return m.f.Close()
+}
 
 // syncDir makes a new directory entry in dir durable.
 func syncDir(dir string) error {
