@@ -86,17 +86,6 @@ func (s *Server) bind() error {
 	return nil
 }
 
-// Addrs returns the listeners' addresses (the line protocol's first).
-func (s *Server) Addrs() []net.Addr {
-	s.ln.mu.Lock()
-	defer s.ln.mu.Unlock()
-	addrs := make([]net.Addr, len(s.ln.ls))
-	for i, l := range s.ln.ls {
-		addrs[i] = l.Addr()
-	}
-	return addrs
-}
-
 // startAccepting runs one accept goroutine per listener; gnet's loops must
 // be running (Register fails before).
 func (s *Server) startAccepting(e gnet.Engine) {

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -336,14 +335,4 @@ func CheckLimit(maxConns, perConn int) (limit uint64, need uint64, short bool) {
 	}
 	need = uint64(maxConns)*uint64(max(perConn, 1)) + baseDescriptors
 	return limit, need, limit != 0 && limit != unix.RLIM_INFINITY && limit < need
-}
-
-// Count of the open descriptors of this process (Linux /proc), -1 when
-// unknown: for tests and diagnostics.
-func OpenDescriptors() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents) - 1 // the directory's own descriptor
 }
