@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -14,30 +15,36 @@ import (
 // says so too.
 //
 // After every append that the WAL has made durable, StoreLogs records
-// stored = its last index in the mark, without a sync: a pwrite into the
+// stored = its last index in the mark, without a sync: a store into the
 // page cache, which a process crash (SIGKILL, a panic, the OOM killer)
 // does not lose. So after any crash of the process, a log that ends
 // before what raft was told is stored is told, whatever the disk did to
 // the log.
 //
-// Against a power cut the mark is made durable too, at most every
-// markSyncEvery: that append writes the record (stored = the previous
-// append's last index, writing = this one's) and fdatasyncs it on the
-// mark's own goroutine while the WAL appends and syncs. An fdatasync per
-// append would cost what a second log costs (this VM's disk serialises
-// the two flushes: 18-45 % of a cluster's throughput, measured); one per
-// interval costs a few per second. What the disk then guarantees after a
-// power cut: every entry up to the durable record's stored was
-// acknowledged; entries after it may be missing unnoticed, as raft-wal
-// drops a last batch whose write was torn. So a power cut that also
-// loses the disk's copy of appends acknowledged in the last interval goes
-// unnoticed; any loss reaching further back is told.
+// Against a power cut the mark must reach the disk too. It does without
+// a flush of its own: at most every markWriteEvery an append asks the
+// mark's goroutine to write the mark's page out (sync_file_range: the
+// page goes to the device, which may hold it in its volatile cache), and
+// the WAL's next fsync flushes the device's cache, which makes every
+// write the device completed before it durable, the mark's included
+// (the mark lives beside the log, on the same file system). A flush of
+// the mark's own, even one per 100 ms, cost this VM's 3-member cluster
+// 9-13 % of its throughput (three members flushing one disk, where the
+// logs' flushes are the bottleneck); a write-out costs no flush. What
+// the disk then guarantees after a power cut: every entry up to the
+// durable record's stored was acknowledged; entries acknowledged after
+// it (about the last interval) may be missing unnoticed, as raft-wal
+// drops a last batch whose write was torn. Any loss reaching further
+// back is told. A record is only ever written after the WAL made its
+// entries durable, so no record, durable or not, claims more than the
+// log held.
 //
 // A tail deletion (raft dropping a follower's conflicting suffix) lowers
-// the mark durably before the WAL deletes anything; so does deleting the
-// whole log (raft does, after installing a snapshot that covers it:
-// lowering is always safe, it only weakens the check until the next
-// append). Head deletions (compaction behind a snapshot) leave it alone.
+// the mark durably (a flush of its own: rare) before the WAL deletes
+// anything; so does deleting the whole log (raft does, after installing
+// a snapshot that covers it: lowering is always safe, it only weakens
+// the check until the next append). Head deletions (compaction behind a
+// snapshot) leave it alone.
 //
 // Raft calls StoreLogs and DeleteRange from its main goroutine only; the
 // mutex makes the store safe for any caller anyway.
@@ -46,41 +53,48 @@ type markedLog struct {
 
 	mu struct {
 		sync.Mutex
-		mark   *markFile
-		acked  uint64 // last index of the last append that returned nil
-		owed   uint64 // recovering: the index to reach again (mark.owed)
-		closed bool
-		synced time.Time // when an append last made the mark durable
+		mark      *markFile
+		acked     uint64 // last index of the last append that returned nil
+		owed      uint64 // recovering: the index to reach again (mark.owed)
+		closed    bool
+		asked     time.Time // when an append last asked for a write-out
+		writeOuts int       // write-outs asked for (tests)
 	}
-	// syncEvery is how often an append makes the mark durable (0: every
-	// append); now reads the clock for it.
-	syncEvery time.Duration
-	now       func() time.Time
+	// writeEvery is how often appends ask for the mark's write-out (0:
+	// after every append); now reads the clock for it.
+	writeEvery time.Duration
+	now        func() time.Time
 	// onRecovered is called once, when a recovering member's log reaches
 	// the owed index (it lifts the vote guard).
 	onRecovered func(index uint64)
 
-	jobs chan mark  // to the mark goroutine: write this record durably
-	done chan error // its answer
+	kick    chan struct{} // (capacity 1) to the writer: write the mark out
+	written atomic.Int64  // write-outs the writer finished (tests)
+	stopped chan struct{} // closed when the writer has ended
 }
 
-// markSyncEvery bounds how often appends make the mark durable (see
+// markWriteEvery bounds how often appends have the mark written out (see
 // markedLog).
-const markSyncEvery = 100 * time.Millisecond
+const markWriteEvery = 100 * time.Millisecond
 
 func newMarkedLog(w *wal.WAL, m *markFile, acked, owed uint64, onRecovered func(uint64)) *markedLog {
-	l := &markedLog{wal: w, onRecovered: onRecovered, jobs: make(chan mark), done: make(chan error, 1),
-		syncEvery: markSyncEvery, now: time.Now}
+	l := &markedLog{wal: w, onRecovered: onRecovered, kick: make(chan struct{}, 1),
+		stopped: make(chan struct{}), writeEvery: markWriteEvery, now: time.Now}
 	l.mu.mark, l.mu.acked, l.mu.owed = m, acked, owed
-	go l.markWriter(m)
+	go l.writer(m)
 	return l
 }
 
-// markWriter writes the records StoreLogs hands it, each made durable
-// before it answers. It ends when jobs is closed.
-func (l *markedLog) markWriter(m *markFile) {
-	for r := range l.jobs {
-		l.done <- m.write(r, true)
+// writer writes the mark's page out whenever an append asks, off raft's
+// goroutine: an append never waits for it. A failed write-out is left to
+// the next (the page stays dirty, and the kernel writes it back in any
+// case). It ends when kick is closed.
+func (l *markedLog) writer(m *markFile) {
+	defer close(l.stopped)
+	for range l.kick {
+		if m.writeOut() == nil {
+			l.written.Add(1)
+		}
 	}
 }
 
@@ -115,29 +129,25 @@ func (l *markedLog) StoreLogs(logs []*raft.Log) error {
 	if l.mu.closed {
 		return wal.ErrClosed
 	}
-	var err, merr error
-	if now := l.now(); l.syncEvery <= 0 || now.Sub(l.mu.synced) >= l.syncEvery {
-		l.mu.synced = now
-		l.jobs <- mark{stored: min(l.mu.acked, last), writing: last, owed: l.mu.owed}
-		err = l.wal.StoreLogs(logs)
-		merr = <-l.done
-	} else {
-		err = l.wal.StoreLogs(logs)
-	}
-	if err != nil {
-		return err // the mark's writing > stored says nothing was promised
-	}
-	if merr != nil {
-		return fmt.Errorf("cluster: raft log mark: %w", merr)
+	if err := l.wal.StoreLogs(logs); err != nil {
+		return err
 	}
 	l.mu.acked = last
 	recovered := l.mu.owed != 0 && last >= l.mu.owed
 	if recovered {
 		l.mu.owed = 0
 	}
-	// Into the page cache. Best effort: should it fail, the next durable
-	// record carries stored = last all the same.
+	// Into the page cache. Best effort: should it fail, the next append's
+	// record carries stored = its own last all the same.
 	_ = l.mu.mark.write(mark{stored: last, writing: last, owed: l.mu.owed}, false)
+	if now := l.now(); l.writeEvery <= 0 || now.Sub(l.mu.asked) >= l.writeEvery {
+		l.mu.asked = now
+		l.mu.writeOuts++
+		select {
+		case l.kick <- struct{}{}:
+		default: // one is pending: it writes this record too
+		}
+	}
 	if recovered && l.onRecovered != nil {
 		l.onRecovered(last)
 	}
@@ -171,7 +181,7 @@ func (l *markedLog) DeleteRange(lo, hi uint64) error {
 	return l.wal.DeleteRange(lo, hi)
 }
 
-// close stops the mark goroutine and closes the mark file (not the WAL).
+// close stops the writer and closes the mark file (not the WAL).
 func (l *markedLog) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -179,6 +189,7 @@ func (l *markedLog) close() error {
 		return nil
 	}
 	l.mu.closed = true
-	close(l.jobs)
+	close(l.kick)
+	<-l.stopped
 	return l.mu.mark.close()
 }

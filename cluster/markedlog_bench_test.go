@@ -9,9 +9,10 @@ import (
 
 // BenchmarkStoreLogs is the cost of the log mark per append: the WAL
 // alone against the WAL behind the mark, batches of 16 entries of 256
-// bytes (each append is one fsync of the WAL, and with the mark one
-// concurrent fdatasync of raft-mark). Compare the two with benchstat;
-// BenchmarkMarkWrite is the mark's durable write alone.
+// bytes (each append is one fsync of the WAL; with the mark, a store into
+// the mark's mapped page and, every markWriteEvery, a write-out of it on
+// the mark's goroutine). Compare the two with benchstat;
+// BenchmarkMarkWrite is the mark's durable write alone (a tail deletion's).
 func BenchmarkStoreLogs(b *testing.B) {
 	batch := func(lo uint64) []*raft.Log {
 		ls := make([]*raft.Log, 16)

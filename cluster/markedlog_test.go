@@ -33,7 +33,7 @@ func newMarkedFixture(t *testing.T, owed uint64, onRecovered func(uint64)) *mark
 		t.Fatal(err)
 	}
 	f := &markedFixture{t: t, dir: dir, w: w, mf: mf, l: newMarkedLog(w, mf, 0, owed, onRecovered)}
-	f.l.syncEvery = 0 // every append durable; TestMarkedLogSyncsEveryInterval tests the interval
+	f.l.writeEvery = 0 // a write-out after every append; TestMarkedLogWritesOutEveryInterval tests the interval
 	t.Cleanup(func() {
 		f.l.close()
 		w.Close()
@@ -70,16 +70,17 @@ func (f *markedFixture) onDisk() mark {
 	return r
 }
 
-// TestMarkedLogSyncsEveryInterval: appends make the mark durable at most
-// once per syncEvery, and every append leaves stored = its last index in
-// the file (the page cache, which a process crash keeps).
-func TestMarkedLogSyncsEveryInterval(t *testing.T) {
+// TestMarkedLogWritesOutEveryInterval: appends ask for the mark's
+// write-out at most once per writeEvery, never flush it themselves, and
+// every append leaves stored = its last index in the file (the page
+// cache, which a process crash keeps).
+func TestMarkedLogWritesOutEveryInterval(t *testing.T) {
 	f := newMarkedFixture(t, 0, nil)
 	now := time.Unix(1000, 0)
 	f.l.now = func() time.Time { return now }
-	f.l.syncEvery = 100 * time.Millisecond
-	f.store(1, 10) // the first append syncs
-	syncs := f.mf.syncs
+	f.l.writeEvery = 100 * time.Millisecond
+	f.store(1, 10) // the first append asks
+	asked, syncs := f.l.mu.writeOuts, f.mf.syncs
 	for i := uint64(1); i <= 5; i++ {
 		now = now.Add(10 * time.Millisecond)
 		f.store(10*i+1, 10*i+10)
@@ -87,44 +88,48 @@ func TestMarkedLogSyncsEveryInterval(t *testing.T) {
 			t.Fatalf("after %d..%d: stored %d", 10*i+1, 10*i+10, got.stored)
 		}
 	}
-	if f.mf.syncs != syncs {
-		t.Fatalf("%d durable mark writes within one interval, want none", f.mf.syncs-syncs)
+	if f.l.mu.writeOuts != asked {
+		t.Fatalf("%d write-outs asked for within one interval, want none", f.l.mu.writeOuts-asked)
 	}
 	now = now.Add(100 * time.Millisecond)
 	f.store(61, 70)
-	if f.mf.syncs != syncs+1 {
-		t.Fatalf("durable mark writes once the interval passed: %d, want 1", f.mf.syncs-syncs)
+	if f.l.mu.writeOuts != asked+1 {
+		t.Fatalf("write-outs asked for once the interval passed: %d, want 1", f.l.mu.writeOuts-asked)
+	}
+	if f.mf.syncs != syncs {
+		t.Fatalf("appends flushed the mark %d times, want never", f.mf.syncs-syncs)
+	}
+	awaitWrittenOut(t, f.l, 1)
+}
+
+// awaitWrittenOut waits until the writer has finished at least n
+// write-outs.
+func awaitWrittenOut(t *testing.T, l *markedLog, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for l.written.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer finished %d write-outs in 20 s, want %d", l.written.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
-// TestMarkedLogRaisesMark: every StoreLogs makes one durable mark write
-// (the concurrent one, which covers what earlier appends stored and names
-// what this one writes), and leaves stored = its last index behind it.
+// TestMarkedLogRaisesMark: every StoreLogs leaves stored = its last index
+// in the mark, and has the mark written out, never waiting for it.
 func TestMarkedLogRaisesMark(t *testing.T) {
 	f := newMarkedFixture(t, 0, nil)
 	f.store(1, 10)
 	if got := f.onDisk(); got != (mark{stored: 10, writing: 10}) {
 		t.Fatalf("after 1..10: %+v", got)
 	}
-	syncs := f.mf.syncs
+	asked := f.l.mu.writeOuts
 	f.store(11, 20)
-	if f.mf.syncs != syncs+1 {
-		t.Fatalf("durable mark writes in one StoreLogs: %d, want 1", f.mf.syncs-syncs)
+	if f.l.mu.writeOuts != asked+1 {
+		t.Fatalf("write-outs asked for by one StoreLogs: %d, want 1", f.l.mu.writeOuts-asked)
 	}
 	if got := f.onDisk(); got != (mark{stored: 20, writing: 20}) {
 		t.Fatalf("after 11..20: %+v", got)
-	}
-	// The durable record of the second append is the one before the last:
-	// it promised 1..10 and announced 11..20.
-	prev := f.mf.last.seq - 1
-	m, _, _ := openMark(f.dir)
-	defer m.close()
-	b := make([]byte, markRecordLen)
-	if _, err := m.f.ReadAt(b, int64((prev-1)%2)*markSlot); err != nil {
-		t.Fatal(err)
-	}
-	if r, ok := parseMark(b); !ok || r.stored != 10 || r.writing != 20 {
-		t.Fatalf("durable record of the second append: %+v %v, want stored 10 writing 20", r, ok)
 	}
 	if err := f.l.StoreLog(entries(21, 21)[0]); err != nil {
 		t.Fatal(err)
@@ -132,6 +137,7 @@ func TestMarkedLogRaisesMark(t *testing.T) {
 	if got := f.onDisk(); got.stored != 21 {
 		t.Fatalf("after StoreLog(21): %+v", got)
 	}
+	awaitWrittenOut(t, f.l, 1)
 }
 
 // TestMarkedLogTailDeleteLowersMark: raft dropping a follower's
