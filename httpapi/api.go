@@ -328,10 +328,18 @@ func health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, statusReply{Status: "ok"})
 }
 
-// ready is GET /ready: 503 once a drain has started.
+// ready is GET /ready: 503 once a drain has started, and on a cluster
+// member that knows of no leader: every request there would fail with
+// error_not_leader and no address to go to, so a load balancer must send
+// its traffic elsewhere. A follower that knows its leader serves
+// (redirects, or forwards with --cluster-forward).
 func (a *API) ready(w http.ResponseWriter, _ *http.Request) {
 	if a.draining() {
 		writeJSON(w, http.StatusServiceUnavailable, statusReply{Status: "draining"})
+		return
+	}
+	if !a.hub.HasLeader() {
+		writeJSON(w, http.StatusServiceUnavailable, statusReply{Status: "no_leader"})
 		return
 	}
 	writeJSON(w, http.StatusOK, statusReply{Status: "ok"})

@@ -79,7 +79,7 @@ func newCollector(src Sources) *collector {
 		name, help string
 		labels     []string
 	}{
-		{"dflockd_ready", "1 while the server takes new work, 0 while it drains.", nil},
+		{"dflockd_ready", "1 while the server takes new work, 0 while it drains or, on a cluster member, while it knows of no leader.", nil},
 		{"dflockd_uptime_seconds", "Seconds since the server started.", nil},
 		{"dflockd_connections", "Open client sessions: connections of every transport plus HTTP sessions.", nil},
 		{"dflockd_transport_connections", "Open connections by transport.", []string{"transport"}},

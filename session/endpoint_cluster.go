@@ -47,6 +47,13 @@ func (h *Hub) LeaderAddr() string {
 	return h.replica.LeaderAddr()
 }
 
+// HasLeader reports whether requests here can be served: on a single
+// node, a leader, or a follower that knows its leader to redirect or
+// forward to (/ready, dflockd_ready).
+func (h *Hub) HasLeader() bool {
+	return h.replica == nil || h.replica.Leading() || h.replica.LeaderAddr() != ""
+}
+
 // Submit proposes a request of endpoint id to the log (cluster hubs
 // only); an error means this node does not lead and nothing was
 // proposed.

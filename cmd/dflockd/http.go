@@ -129,7 +129,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 			// api is set below, before anything serves a scrape.
 			"http": func() int { return api.Sessions() },
 		},
-		Ready:       func() bool { return !src.hub.Draining() },
+		Ready:       func() bool { return !src.hub.Draining() && src.hub.HasLeader() },
 		Start:       src.start,
 		FDExhausted: src.guard.Exhausted,
 		FDRefused:   src.guard.Refused,
