@@ -186,7 +186,7 @@ func (d *Dialer) dialSession(ctx context.Context, c *conn, addr string) (*sessio
 // of dialling instead.
 func Authenticate(c *Conn, token string) error {
 	if token == "" {
-		return fmt.Errorf("%w: empty auth token", ErrInvalid)
+		return compatInvalid("dflockd: empty auth token")
 	}
 	reply, err := c.request("auth", "_", token)
 	if err != nil {

@@ -12,6 +12,15 @@ import (
 // framing) was caught before anything was sent.
 var ErrInvalid = errors.New("client: invalid argument")
 
+// compatInvalid is an ErrInvalid whose text is exactly the one dflockd's
+// redis-feats client returns for the same check, for callers (and that
+// client's own tests) that compare error texts; errors.Is(err, ErrInvalid)
+// still holds.
+type compatInvalid string
+
+func (e compatInvalid) Error() string        { return string(e) }
+func (e compatInvalid) Is(target error) bool { return target == ErrInvalid }
+
 func errInvalidf(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
 }

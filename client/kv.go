@@ -1,7 +1,6 @@
 package client
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -16,8 +15,11 @@ func KVSet(c *Conn, key, value string, ttlSeconds int) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}
-	if err := validateValue("value", value, false); err != nil {
+	if err := validateValue("value", value, true); err != nil {
 		return err
+	}
+	if strings.Contains(value, "\t") {
+		return compatInvalid("dflockd: value contains tab")
 	}
 	return expectOK(c, "kset", key, value+"\t"+strconv.Itoa(max(ttlSeconds, 0)))
 }
@@ -42,14 +44,22 @@ func KVCAS(c *Conn, key, oldValue, newValue string, ttlSeconds int) (bool, error
 	if err := validateKey(key); err != nil {
 		return false, err
 	}
-	if err := validateValue("old value", oldValue, false); err != nil {
+	// The checks and their texts in the order of dflockd's redis-feats
+	// client (compatInvalid).
+	if err := validateValue("old value", oldValue, true); err != nil {
 		return false, err
+	}
+	if strings.Contains(oldValue, "\t") {
+		return false, compatInvalid("dflockd: oldValue contains tab")
 	}
 	if newValue == "" {
-		return false, fmt.Errorf("%w: empty new value", ErrInvalid)
+		return false, compatInvalid("dflockd: newValue must not be empty")
 	}
-	if err := validateValue("new value", newValue, false); err != nil {
+	if err := validateValue("new value", newValue, true); err != nil {
 		return false, err
+	}
+	if strings.Contains(newValue, "\t") {
+		return false, compatInvalid("dflockd: newValue contains tab")
 	}
 	arg := oldValue + "\t" + newValue + "\t" + strconv.Itoa(max(ttlSeconds, 0))
 	reply, err := c.request("kcas", key, arg)

@@ -213,3 +213,30 @@ func TestInvalidArgumentsAreNotSent(t *testing.T) {
 	// Nothing reached the server: the connection is still in step.
 	must(t, client.Ping(c))
 }
+
+// TestArgumentErrorTextsOfRedisFeats: the argument checks whose texts
+// dflockd's redis-feats client tests compare give exactly its texts, and
+// still match ErrInvalid; nothing is sent (issue #23).
+func TestArgumentErrorTextsOfRedisFeats(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t)
+	c := dial(t, srv.Addr())
+	cas := func(old, new string) error { _, err := client.KVCAS(c, "k", old, new, 0); return err }
+	for _, tc := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"Authenticate with an empty token", client.Authenticate(c, ""), "dflockd: empty auth token"},
+		{"KVSet with a tab in the value", client.KVSet(c, "k", "a\tb", 0), "dflockd: value contains tab"},
+		{"KVCAS with an empty new value", cas("old", ""), "dflockd: newValue must not be empty"},
+		{"KVCAS with a tab in the old value", cas("a\tb", "new"), "dflockd: oldValue contains tab"},
+		{"KVCAS with a tab in both values", cas("a\tb", "c\td"), "dflockd: oldValue contains tab"},
+		{"KVCAS with a tab in the new value", cas("old", "c\td"), "dflockd: newValue contains tab"},
+	} {
+		if tc.err == nil || tc.err.Error() != tc.want || !errors.Is(tc.err, client.ErrInvalid) {
+			t.Errorf("%s: %v, want %q matching ErrInvalid", tc.what, tc.err, tc.want)
+		}
+	}
+	must(t, client.Ping(c))
+}
