@@ -5,20 +5,26 @@
 //	go run ./benchmarks/cmd/dflocksuite           # full matrix, ~25 minutes
 //	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
 //	go run ./benchmarks/cmd/dflocksuite --workloads cluster --quick   # ~1 minute
+//	go run ./benchmarks/cmd/dflocksuite --workloads scaling           # 16 cores, ~3 minutes
 //
 // --workloads picks what runs: the lock workloads (lock, hot) and the
 // memory scenarios fill PERF.md's core generated section; the redis-feats
 // primitives (incr, kv, list; ng and Redis only), the pub/sub fan-out
 // (package fanout) and the cluster comparison (a 3-member cluster against
-// the single node and a 3-member etcd, and its failover time) one each. A
-// run rewrites only what it measured.
+// the single node and a 3-member etcd, and its failover time) one each;
+// the scaling workload (dflockd-ng at 1, 2, 4, 8 loops against Redis, on
+// a many-core host, scaling.go) runs alone and fills one more. A run
+// rewrites only what it measured.
 //
-// It builds ./cmd/dflockd into a temporary directory and starts it, the
-// gnet ceiling, the dflockd-like baseline, a throw-away redis-server and,
-// when it installs and runs, etcd — each on a free loopback port, pinned
-// to the server CPU(s) — and drives them from this process, pinned to the
-// client CPU(s) (it re-executes itself under taskset). --target adds any
-// other dflockd-protocol server by address.
+// It builds ./cmd/dflockd into a temporary directory (or takes
+// --dflockd-bin) and starts it, the gnet ceiling, the dflockd-like
+// baseline, a throw-away redis-server (or --redis-bin) and, when it
+// installs and runs, etcd — each on a free loopback port, pinned to the
+// server CPU(s) — and drives them from this process, pinned to the client
+// CPU(s): it re-executes itself with that CPU mask, and starts every
+// server through its own hidden pin subcommand, with sched_setaffinity,
+// so no taskset is needed (pin_linux.go). --target adds any other
+// dflockd-protocol server by address.
 //
 // Any error or wrong reply from a target stops the suite with a message
 // naming the target and the reply, and exit status 1; PERF.md is then left
@@ -53,6 +59,9 @@ const pinnedEnv = "DFLOCKSUITE_PINNED"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Exit(serveMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == pinCommand {
+		os.Exit(pinMain(os.Args[2:]))
 	}
 	os.Exit(suiteMain(os.Args[1:], os.Stderr))
 }
@@ -93,6 +102,21 @@ type runner struct {
 	prims     []loadgen.Workload
 	fanout    bool
 	cluster   bool
+	scaling   bool
+
+	// The scaling workload (scaling.go): its own CPU sets, loop counts and
+	// connection × depth shapes, and the threaded Redis's io-threads.
+	scalingServerCPUs string
+	scalingClientCPUs string
+	scalingLoops      []int
+	scalingShapes     []shape
+	scalingRedisIO    int
+	fileLimit         uint64 // RLIMIT_NOFILE in force
+
+	// Prebuilt binaries instead of go build and the system's redis-server,
+	// for a host without a Go toolchain or a network.
+	dflockdBin string
+	redisBin   string
 
 	ngLoops    int
 	ngMaxLocks int
@@ -109,6 +133,7 @@ type runner struct {
 	memWaiters int
 
 	ngBin       string
+	redisPath   string // the redis-server the suite runs, once found
 	procs       []*proc
 	cleanups    []func()
 	targets     []*target
@@ -147,7 +172,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dflocksuite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, incr/kv/list at 50 × 16, fan-out of 200 signals; one repetition, short windows")
-	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout, cluster (default all; --quick: all but hot and cluster)")
+	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout, cluster, scaling (default all but scaling; --quick: all but hot, cluster and scaling; scaling runs alone)")
 	reps := fs.Int("reps", 0, "repetitions (default 3, --quick 1)")
 	warm := fs.Duration("warmup", 0, "warm-up per run (default 1s, --quick 500ms)")
 	dur := fs.Duration("duration", 0, "measured window per run (default 3s, --quick 2s)")
@@ -171,7 +196,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.BoolVar(&s.noMemory, "no-memory", false, "skip the memory scenarios")
 	fs.BoolVar(&s.noWrite, "no-write", false, "do not touch PERF.md, the charts or the raw results")
 	fs.BoolVar(&s.install, "install", true, "apt-get install redis-server / etcd-server when missing")
-	pin := fs.Bool("pin", true, "pin servers and load generator to different CPUs (taskset)")
+	pin := fs.Bool("pin", true, "pin servers and load generator to different CPUs (sched_setaffinity)")
 	fs.StringVar(&s.serverCPUs, "server-cpus", "0", "CPU list of the servers")
 	fs.StringVar(&s.clientCPUs, "client-cpus", "1", "CPU list of the load generator")
 	fs.StringVar(&s.perfPath, "perf", "", "PERF.md to update (default <repo>/PERF.md)")
@@ -180,6 +205,13 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&s.memLockC, "mem-lock-conns", 100, "memory scenario: connections holding them")
 	fs.IntVar(&s.memIdle, "mem-idle", 10000, "memory scenario: idle connections")
 	fs.IntVar(&s.memWaiters, "mem-waiters", 10000, "memory scenario: waiters on one key")
+	fs.StringVar(&s.dflockdBin, "dflockd-bin", "", "prebuilt dflockd binary to run instead of building ./cmd/dflockd")
+	fs.StringVar(&s.redisBin, "redis-bin", "", "redis-server (or a script exec'ing one) to run instead of the one in PATH")
+	fs.StringVar(&s.scalingServerCPUs, "scaling-server-cpus", "0-7", "scaling: CPU list of the servers")
+	fs.StringVar(&s.scalingClientCPUs, "scaling-client-cpus", "8-15", "scaling: CPU list of the load generator")
+	scalingLoops := fs.String("scaling-loops", "1,2,4,8", "scaling: --loops of dflockd-ng, one server each")
+	scalingShapes := fs.String("scaling-shapes", "1000x1,200x16", "scaling: connections x pipeline depth of the lock workload")
+	fs.IntVar(&s.scalingRedisIO, "scaling-redis-io-threads", 4, "scaling: io-threads of the threaded Redis beside the single-threaded one (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -258,10 +290,28 @@ func suiteMain(args []string, stderr io.Writer) int {
 	if s.reps < 1 || s.reps > 20 || s.duration > time.Minute || s.warmup > time.Minute {
 		return usageErr(stderr, errors.New("--reps must be 1..20, --warmup and --duration at most 1m"))
 	}
+	if s.scaling {
+		var allowed []int // checked before the pinned re-exec, which narrows it
+		if os.Getenv(pinnedEnv) == "" {
+			if allowed, err = allowedCPUs(); err != nil {
+				return usageErr(stderr, err)
+			}
+		}
+		if err := s.parseScaling(*scalingLoops, *scalingShapes, allowed); err != nil {
+			return usageErr(stderr, err)
+		}
+		s.serverCPUs, s.clientCPUs = s.scalingServerCPUs, s.scalingClientCPUs
+	}
+	// Before the re-exec below, so that it and every server inherit it.
+	lim, err := raiseFileLimit(fileLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "dflocksuite: raising RLIMIT_NOFILE: %v\n", err)
+	}
+	s.fileLimit = lim
 
-	// Pinning: re-execute under taskset so the load generator's every
-	// thread stays on the client CPUs; servers are started under taskset
-	// on the server CPUs.
+	// Pinning: re-execute with the client CPUs' mask so the load
+	// generator's every thread stays on them; servers are started through
+	// the pin subcommand on the server CPUs.
 	if !*pin {
 		s.serverCPUs, s.clientCPUs = "", ""
 		s.pinNote = "off (--pin=false)"
@@ -269,23 +319,19 @@ func suiteMain(args []string, stderr io.Writer) int {
 		if runtime.NumCPU() < 2 {
 			s.serverCPUs, s.clientCPUs = "", ""
 			s.pinNote = fmt.Sprintf("off: only %d CPU", runtime.NumCPU())
-		} else if ts, err := exec.LookPath("taskset"); err != nil {
-			s.serverCPUs, s.clientCPUs = "", ""
-			s.pinNote = "off: taskset not found"
 		} else {
 			exe, err := os.Executable()
 			if err == nil {
 				env := append(os.Environ(), pinnedEnv+"="+s.clientCPUs)
-				argv := append([]string{"taskset", "-c", s.clientCPUs, exe}, args...)
-				err = syscall.Exec(ts, argv, env)
+				err = execPinned(s.clientCPUs, exe, append([]string{exe}, args...), env)
 			}
-			fmt.Fprintf(stderr, "dflocksuite: re-exec under taskset failed (%v); running unpinned\n", err)
+			fmt.Fprintf(stderr, "dflocksuite: pinned re-exec failed (%v); running unpinned\n", err)
 			s.serverCPUs, s.clientCPUs = "", ""
-			s.pinNote = "off: re-exec under taskset failed"
+			s.pinNote = "off: pinned re-exec failed"
 		}
 	}
 	if s.serverCPUs != "" {
-		s.pinNote = fmt.Sprintf("servers on CPU %s, load generator on CPU %s (taskset)", s.serverCPUs, s.clientCPUs)
+		s.pinNote = fmt.Sprintf("servers on CPU %s, load generator on CPU %s (sched_setaffinity)", s.serverCPUs, s.clientCPUs)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -362,6 +408,13 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 		}
 		s.stopAll()
 	}
+	var scale *scalingResult
+	if s.scaling {
+		if scale, err = s.scalingPhase(ctx); err != nil {
+			return err
+		}
+		s.stopAll()
+	}
 	var mem []suite.MemResult
 	if s.core() && !s.noMemory {
 		if mem, err = s.memory(ctx); err != nil {
@@ -369,7 +422,7 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 		}
 	}
 	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
-	return s.write(args, envKV, recs, mem, fan, cl)
+	return s.write(args, envKV, recs, mem, fan, cl, scale)
 }
 
 // core reports whether the run measures the core section's workloads.
@@ -391,9 +444,16 @@ func (s *runner) parseWorkloads(list string) error {
 			s.fanout = true
 		case w == "cluster":
 			s.cluster = true
+		case w == "scaling":
+			s.scaling = true
 		default:
-			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout, cluster)", w)
+			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout, cluster, scaling)", w)
 		}
+	}
+	// The scaling workload pins servers and generator to CPU sets of its
+	// own, set once for the whole run.
+	if s.scaling && (s.core() || len(s.prims) > 0 || s.fanout || s.cluster) {
+		return errors.New("--workloads: scaling runs alone (its servers and load generator sit on CPU sets of their own)")
 	}
 	return nil
 }
@@ -429,19 +489,19 @@ func loadavg() string {
 // column order.
 func (s *runner) startTargets(ctx context.Context) error {
 	// dflockd-ng
-	bin := filepath.Join(s.tmp, "dflockd")
-	fmt.Fprintf(s.stderr, "dflocksuite: building ./cmd/dflockd …\n")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dflockd")
-	build.Dir = s.repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/dflockd: %v\n%s", err, out)
+	bin, err := s.dflockdBinary(ctx)
+	if err != nil {
+		return err
+	}
+	s.ngBin = bin
+	if s.scaling {
+		return nil // it starts servers of its own
 	}
 	ng, err := s.startNG(ctx, bin)
 	if err != nil {
 		return err
 	}
 	s.targets = append(s.targets, &target{name: "ng", addr: ng.addr, kind: "line", pid: ng.pid, hot: true, prim: true})
-	s.ngBin = bin
 	if !s.core() && len(s.prims) == 0 {
 		return nil // fan-out only: it starts its own server
 	}
@@ -458,7 +518,7 @@ func (s *runner) startTargets(ctx context.Context) error {
 			s.targets = append(s.targets, &target{name: "redis-del", addr: r.addr, kind: "redis", release: loadgen.ReleaseDel, pid: r.pid})
 			s.notes = append(s.notes, "`redis` = `SET key val NX PX ttl` + compare-and-delete script (`EVAL`), the safe release; `redis-del` = same acquire + plain `DEL`. Both against one redis-server (persistence off); every run uses keys of its own.")
 		}
-		s.primNote = append(s.primNote, fmt.Sprintf("`redis` = redis-server %s (persistence off), pinned like `ng`: `INCR key`; `SET key value` then `GET key`; `RPUSH key value` then `LPOP key`.", redisVersion()))
+		s.primNote = append(s.primNote, fmt.Sprintf("`redis` = redis-server %s (persistence off), pinned like `ng`: `INCR key`; `SET key value` then `GET key`; `RPUSH key value` then `LPOP key`.", redisVersion(s.redisPath)))
 	}
 	if s.core() && !s.noEtcd {
 		t, err := s.startEtcd(ctx)
@@ -523,8 +583,34 @@ func (s *runner) startRef(ctx context.Context, kind string) (*proc, error) {
 		"--loops", fmt.Sprint(s.ngLoops), "--max-locks", fmt.Sprint(s.ngMaxLocks)}, addr, probeLine)
 }
 
-func (s *runner) startRedis(ctx context.Context) (*proc, error) {
-	bin, err := s.ensureBinary(ctx, "redis-server", "redis-server")
+// dflockdBinary is --dflockd-bin, or ./cmd/dflockd built into the
+// temporary directory.
+func (s *runner) dflockdBinary(ctx context.Context) (string, error) {
+	if s.dflockdBin != "" {
+		bin, err := filepath.Abs(s.dflockdBin)
+		if err == nil {
+			_, err = os.Stat(bin)
+		}
+		if err != nil {
+			return "", fmt.Errorf("--dflockd-bin: %w", err)
+		}
+		fmt.Fprintf(s.stderr, "dflocksuite: dflockd-ng from %s\n", bin)
+		return bin, nil
+	}
+	bin := filepath.Join(s.tmp, "dflockd")
+	fmt.Fprintf(s.stderr, "dflocksuite: building ./cmd/dflockd …\n")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dflockd")
+	build.Dir = s.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/dflockd: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// startRedis starts a throw-away redis-server, persistence off; extra
+// arguments (io-threads) come last.
+func (s *runner) startRedis(ctx context.Context, extra ...string) (*proc, error) {
+	bin, err := s.redisBinary(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -533,16 +619,41 @@ func (s *runner) startRedis(ctx context.Context) (*proc, error) {
 		return nil, err
 	}
 	_, port, _ := strings.Cut(addr, ":")
-	return s.startProc(ctx, "redis-server", bin, []string{"--bind", "127.0.0.1", "--port", port,
+	args := append([]string{"--bind", "127.0.0.1", "--port", port,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-		"--maxclients", "20000", "--protected-mode", "no"}, addr, probeRedis)
+		"--maxclients", "20000", "--protected-mode", "no"}, extra...)
+	return s.startProc(ctx, "redis-server", bin, args, addr, probeRedis)
 }
 
-// redisVersion is the installed redis-server's version ("v=7.0.15" in its
-// --version line), or "?".
-func redisVersion() string {
-	bin, err := exec.LookPath("redis-server")
+// redisBinary is --redis-bin, or redis-server from PATH (installed when
+// allowed and missing); it sets s.redisPath.
+func (s *runner) redisBinary(ctx context.Context) (string, error) {
+	if s.redisPath != "" {
+		return s.redisPath, nil
+	}
+	if s.redisBin != "" {
+		bin, err := filepath.Abs(s.redisBin)
+		if err == nil {
+			_, err = os.Stat(bin)
+		}
+		if err != nil {
+			return "", fmt.Errorf("--redis-bin: %w", err)
+		}
+		s.redisPath = bin
+		return bin, nil
+	}
+	bin, err := s.ensureBinary(ctx, "redis-server", "redis-server")
 	if err != nil {
+		return "", err
+	}
+	s.redisPath = bin
+	return bin, nil
+}
+
+// redisVersion is the version of redis-server bin ("v=7.0.15" in its
+// --version line), or "?".
+func redisVersion(bin string) string {
+	if bin == "" {
 		return "?"
 	}
 	out, err := execOutput(bin, "--version")
@@ -611,7 +722,7 @@ func cpuCount() int {
 // if this run measured locks or memory, the primitives section if it
 // measured incr, kv or list, the fan-out section if it ran the fan-out,
 // the cluster section if it ran the cluster comparison.
-func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result, cl *suite.ClusterResult) error {
+func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result, cl *suite.ClusterResult, scale *scalingResult) error {
 	mode := "full"
 	if s.quick {
 		mode = "quick"
@@ -625,9 +736,11 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 		}
 	}
 	type section struct {
-		sec  suite.Section
-		rep  *suite.Report
-		blob map[string]any
+		sec    suite.Section
+		rep    *suite.Report
+		blob   map[string]any
+		charts []namedChart               // beyond the per-group ones; named without the mode
+		render func(*suite.Report) []byte // the body, when not rep.Markdown
 	}
 	var secs []section
 	command := strings.TrimSpace("go run ./benchmarks/cmd/dflocksuite " + strings.Join(args, " "))
@@ -635,25 +748,31 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 		secs = append(secs, section{suite.CoreSection,
 			&suite.Report{Title: "Comparative benchmark (generated)", Env: env, Command: command, Subject: "ng",
 				Records: core, Memory: mem, Notes: s.notes, RawPath: "suite-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.notes, "runs": core, "memory": mem}})
+			map[string]any{"environment": env, "notes": s.notes, "runs": core, "memory": mem}, nil, nil})
 	}
 	if len(prim) > 0 {
 		secs = append(secs, section{suite.PrimitivesSection,
 			&suite.Report{Title: "Redis-feats primitives (generated)", Env: env, Command: command, Subject: "ng",
 				Records: prim, Notes: s.primNote, RawPath: "primitives-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.primNote, "runs": prim}})
+			map[string]any{"environment": env, "notes": s.primNote, "runs": prim}, nil, nil})
 	}
 	if len(fan) > 0 {
 		secs = append(secs, section{suite.FanoutSection,
 			&suite.Report{Title: "Pub/sub fan-out (generated)", Env: env, Command: command, Subject: "ng",
 				Fanout: fan, RawPath: "fanout-" + mode + ".json"},
-			map[string]any{"environment": env, "fanout": fan}})
+			map[string]any{"environment": env, "fanout": fan}, nil, nil})
 	}
 	if cl != nil {
 		secs = append(secs, section{suite.ClusterSection,
 			&suite.Report{Title: "Cluster comparison (generated)", Env: env, Command: command, Subject: suite.ClusterLeader,
 				Cluster: cl, Notes: s.clusterNote, RawPath: "cluster-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.clusterNote, "cluster": cl}})
+			map[string]any{"environment": env, "notes": s.clusterNote, "cluster": cl}, nil, nil})
+	}
+	if scale != nil {
+		secs = append(secs, section{scalingSection,
+			&suite.Report{Title: "Scaling over cores (generated)", Env: env, Command: command, Subject: "ng",
+				Notes: scale.Notes, RawPath: "scaling-" + mode + ".json"},
+			map[string]any{"environment": env, "scaling": scale}, scale.charts(), scale.markdown})
 	}
 	var order []string
 	for _, t := range s.targets {
@@ -678,6 +797,12 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 				rep.Charts = append(rep.Charts, suite.ChartRef{Title: c.ch.Title, Path: filepath.ToSlash(rel)})
 			}
 		}
+		for _, c := range sc.charts {
+			p := filepath.Join(s.resultsDir, mode+"-"+c.name)
+			files[p] = c.chart.SVG()
+			rel, _ := filepath.Rel(perfDir, p)
+			rep.Charts = append(rep.Charts, suite.ChartRef{Title: c.chart.Title, Path: filepath.ToSlash(rel)})
+		}
 		raw := filepath.Join(s.resultsDir, rep.RawPath)
 		rel, _ := filepath.Rel(perfDir, raw)
 		rep.RawPath = filepath.ToSlash(rel)
@@ -686,7 +811,11 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 			return err
 		}
 		files[raw] = append(blob, '\n')
-		mds[i] = rep.Markdown()
+		if sc.render != nil {
+			mds[i] = sc.render(rep)
+		} else {
+			mds[i] = rep.Markdown()
+		}
 		fmt.Fprintf(s.stderr, "\n%s\n", mds[i])
 	}
 	if s.noWrite || len(secs) == 0 {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,13 +26,19 @@ type proc struct {
 	done   bool
 }
 
-// pinPrefix returns the command prefix that pins a server to the server
-// CPUs (nothing when pinning is off).
+// pinPrefix returns the command that runs a server pinned to the server
+// CPUs: this binary's pin subcommand, which masks its thread and execs the
+// server (pin_linux.go), so the server keeps the suite's pid for it; the
+// server itself when pinning is off.
 func (s *runner) pinPrefix(exe string, args []string) (string, []string) {
 	if s.serverCPUs == "" {
 		return exe, args
 	}
-	return "taskset", append([]string{"-c", s.serverCPUs, exe}, args...)
+	self, err := os.Executable()
+	if err != nil {
+		return exe, args // no /proc/self/exe: nothing on this host could pin
+	}
+	return self, append([]string{pinCommand, s.serverCPUs, "--", exe}, args...)
 }
 
 // startProc runs a server and waits until addr answers a probe.
@@ -158,25 +163,13 @@ func probe(addr, req, want string) error {
 }
 
 // pinThreads pins every thread of a running process (for servers the
-// suite cannot start under taskset).
+// suite cannot start pinned).
 func pinThreads(pid int, cpus string) error {
-	var set unix.CPUSet
-	for _, f := range strings.Split(cpus, ",") {
-		lo, hi, rng := strings.Cut(f, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return fmt.Errorf("cpu list %q", cpus)
-		}
-		b := a
-		if rng {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return fmt.Errorf("cpu list %q", cpus)
-			}
-		}
-		for c := a; c <= b; c++ {
-			set.Set(c)
-		}
+	list, err := parseCPUList(cpus)
+	if err != nil {
+		return err
 	}
+	set := cpuSetOf(list)
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return err
@@ -186,7 +179,7 @@ func pinThreads(pid int, cpus string) error {
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
 			return err
 		}
 	}
