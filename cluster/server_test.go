@@ -79,8 +79,12 @@ func startServersWith(t *testing.T, n int, set func(*cluster.Config)) []*server 
 		r := &replica{}
 		hub := session.NewClusterHub(session.Config{ReadTimeout: time.Minute}, r, timerwheel.NewMonoClock())
 		rc := cluster.DefaultRaft()
-		rc.HeartbeatTimeout, rc.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-		rc.LeaderLeaseTimeout, rc.CommitTimeout = 50*time.Millisecond, 5*time.Millisecond
+		// Not shorter: under load (the race detector, two shared cores) a
+		// node's goroutines stall for over 100 ms at times, and with
+		// shorter timeouts leaders change under tests that rightly expect
+		// them to stay (cluster's fastRaft).
+		rc.HeartbeatTimeout, rc.ElectionTimeout = 500*time.Millisecond, 500*time.Millisecond
+		rc.LeaderLeaseTimeout, rc.CommitTimeout = 250*time.Millisecond, 5*time.Millisecond
 		rc.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 		logs := raft.NewInmemStore()
 		cfg := cluster.Config{ID: s.id, Transport: s.trans, Logs: logs, Stable: logs,
