@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,10 @@ type conn struct {
 	done chan struct{} // closed when the connection ends for good
 
 	redirectMu sync.Mutex // one redirect at a time
+
+	// fenced: whether the server's tokens begin with their fence
+	// (tokensCarryFences): 0 not asked yet, fencedYes, fencedNo.
+	fenced atomic.Int32
 
 	mu struct {
 		sync.Mutex

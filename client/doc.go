@@ -22,7 +22,10 @@
 // Fences: dflockd v2 and dflockd-ng put the fence in the token's first 16
 // hex digits (FenceFromToken); redis-feats servers, and dflockd-ng with
 // --compat=rf, also send it as a separate field, which the …WithFence
-// functions and the Fence methods return (0 when absent).
+// functions return (0 when absent). The Fence methods of Lock, Semaphore,
+// RWLock and Election return it whichever way the server sends it: the
+// field, or the token's own where the server's tokens carry their fence
+// (asked once per connection); 0 means none (servers with random tokens).
 //
 // # Beyond it
 //

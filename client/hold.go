@@ -95,12 +95,30 @@ func (h *hold) Token() string {
 	return h.mu.g.token
 }
 
-// Fence returns the fence a redis-feats server sent with the grant (0 from
-// other servers, where FenceFromToken(Token()) gives it).
+// Fence returns the fence of the current hold: the one a redis-feats
+// server (or dflockd-ng with --compat=rf) sent with the grant, else the
+// token's own (FenceFromToken) where the server's tokens carry their
+// fence, as dflockd-ng's do in every profile; the first call on a
+// connection asks the server which kind it is (one barrier request).
+// It is 0 when nothing is held, and from servers whose tokens are random
+// (dflockd before its fenced v2 tokens): a fence of 0 means none, never a
+// number to compare.
 func (h *hold) Fence() uint64 {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mu.g.fence
+	g, c := h.mu.g, h.mu.conn
+	h.mu.Unlock()
+	if g.fence != 0 || g.token == "" || c == nil {
+		return g.fence
+	}
+	// Outside the lock: renewal goes on while the server is asked.
+	if !c.tokensCarryFences() {
+		return 0
+	}
+	f, err := FenceFromToken(g.token)
+	if err != nil {
+		return 0
+	}
+	return f
 }
 
 // Lost returns a channel that is closed as soon as the current hold is

@@ -25,3 +25,35 @@ func FenceFromToken(token string) (uint64, error) {
 	}
 	return f, nil
 }
+
+// Answers of tokensCarryFences, cached per connection.
+const (
+	fencedYes = 1
+	fencedNo  = 2
+)
+
+// tokensCarryFences reports whether the server's tokens begin with their
+// fence (FenceFromToken), which the grant reply does not say: dflockd-ng
+// in every profile and dflockd's clustered v2 line do, and they answer
+// barrier with ok; the servers whose tokens are random (dflockd up to
+// v2.0.x, the redis-feats line, which sends the fence as a field of its
+// own) do not know barrier. Asked once per connection, when first needed;
+// a failed request counts as no, and is asked again next time.
+func (c *Conn) tokensCarryFences() bool {
+	switch c.c.fenced.Load() {
+	case fencedYes:
+		return true
+	case fencedNo:
+		return false
+	}
+	reply, err := c.request("barrier", "_", "_")
+	if err != nil {
+		return false
+	}
+	if reply == statusOK {
+		c.c.fenced.Store(fencedYes)
+		return true
+	}
+	c.c.fenced.Store(fencedNo)
+	return false
+}
