@@ -190,7 +190,7 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	r, receivers := s.apply(&cmd)
 	if r.Blocked {
 		s.blocked = true
-		if profile == parse.ProfileV1 {
+		if !readsWhileBlocked(profile) {
 			s.pauseWhileBlocked()
 		}
 		return out, false

@@ -15,10 +15,21 @@ import "github.com/dflockd-ng/dflockd/parse"
 //     reply is written; only then is the close noticed and its cleanup
 //     run. No 4 KiB bound on pipelined input applies either: unread, it
 //     stays in the socket, as with v1.10's blocked read loop.
+//
+// The redis-feats line (--compat=rf), forked from v1.10.0, has no
+// peer-close watcher either (spec §A.6), and is served the same way while
+// a request waits.
+
+// readsWhileBlocked reports whether the profile's reference reads (and
+// so notices a half-close) while a request waits: v2's peer-close
+// watcher does; v1.10 and the redis-feats line do not.
+func readsWhileBlocked(p parse.Profile) bool {
+	return p != parse.ProfileV1 && p != parse.ProfileRF
+}
 
 // maxBlockedInput is the pipelined input a parked session may buffer.
 func (s *Session) maxBlockedInput() int {
-	if s.hub.cfg.Profile == parse.ProfileV1 {
+	if !readsWhileBlocked(s.hub.cfg.Profile) {
 		// Reading stops while parked; only where it cannot does input
 		// reach the buffer, bounded as for a paused session. (A cluster
 		// session reads on while it waits: pauseIfFlooded.)
@@ -27,7 +38,8 @@ func (s *Session) maxBlockedInput() int {
 	return maxBlockedInput
 }
 
-// pauseWhileBlocked stops reading a v1 session while its request waits.
+// pauseWhileBlocked stops reading a v1 or rf session while its request
+// waits.
 func (s *Session) pauseWhileBlocked() {
 	s.readOff = s.t.PauseRead()
 }
