@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -72,7 +71,7 @@ func (b *build) get(t *testing.T, flags ...string) string {
 type serverProc struct {
 	cmd  *exec.Cmd
 	addr string
-	log  bytes.Buffer
+	log  syncBuffer
 }
 
 // startProc runs the binary on a free loopback port with extra flags.
@@ -98,17 +97,16 @@ func startProc(t *testing.T, flags ...string) *serverProc {
 			t.Logf("server log:\n%s", p.log.String())
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return p
-		}
+	// Ready once it says it listens, not once the port answers: another
+	// process may have bound the port since it was free, and would
+	// answer for this server, which then failed to bind.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.log.String(), "listening"); {
 		if time.Now().After(deadline) {
-			t.Fatalf("server did not listen on %s: %v", addr, err)
+			t.Fatalf("server did not say listening on %s:\n%s", addr, p.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return p
 }
 
 // rss returns the server's resident set size in bytes.

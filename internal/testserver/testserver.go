@@ -135,11 +135,14 @@ func start(bin string, args []string) (*Server, error) {
 		s.cmd.Wait()
 		close(s.done)
 	}()
+	// Ready once it says it listens, not once the port answers: the port
+	// was free when freePort looked, but another process's server may
+	// have bound it since, and answered for this one, which then failed
+	// to bind and exited (the test talked to a stranger, whose stop reset
+	// its connections).
 	deadline := time.Now().Add(startTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", s.addr, time.Second)
-		if err == nil {
-			c.Close()
+		if log := s.Log(); strings.Contains(log, "msg=listening") || strings.Contains(log, `"msg":"listening"`) {
 			return s, nil
 		}
 		select {
