@@ -2,10 +2,15 @@ package loop
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 )
 
 // stats fetches and decodes the stats document.
@@ -229,16 +234,30 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 	// Make stats replies large, ask for far more of them than the socket
 	// buffers hold, and stop reading: the server must give up on this
 	// connection after --write-timeout (1 s here) rather than buffer
-	// replies for it forever.
-	c := dial(t, plain)
+	// replies for it forever. The test reads only once the server has
+	// said so (a loaded machine may take seconds to fill the buffers;
+	// reading earlier is progress, which restarts the deadline).
+	var events syncLog
+	ts, err := startServer(Config{ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
+		Events: ratelog.New(slog.New(slog.NewTextHandler(&events, nil)), 1000, 1000)}, engine.Config{MaxLocks: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.stop()
+	c := dial(t, ts)
 	for i := 0; i < 300; i++ {
 		c.do("l", key("wt"), "0 60", "ok T 60")
 	}
 	const asked = 5000 // ~100 MB of replies
 	c.raw(strings.Repeat("stats\n_\n_\n", asked))
-	time.Sleep(3 * time.Second) // the peer not reading is the scenario
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(events.String(), "write timeout"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no write timeout within 2 minutes of not reading; events:\n%s", events.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	replies := 0
-	c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	c.c.SetReadDeadline(time.Now().Add(time.Minute))
 	for {
 		if _, err := c.rd.ReadString('\n'); err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
@@ -252,4 +271,22 @@ func TestWriteTimeoutClosesNonReader(t *testing.T) {
 		t.Fatalf("all %d replies arrived: the connection was not closed early", replies)
 	}
 	t.Logf("closed after %d of %d replies", replies, asked)
+}
+
+// syncLog is a log destination a server writes while the test reads it.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -77,12 +77,7 @@ type serverProc struct {
 // startProc runs the binary on a free loopback port with extra flags.
 func startProc(t *testing.T, flags ...string) *serverProc {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	p := &serverProc{addr: addr}
 	p.cmd = exec.Command(binary(t), append([]string{"--host", "127.0.0.1", "--port", port}, flags...)...)

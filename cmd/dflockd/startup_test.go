@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dflockd-ng/dflockd/internal/testport"
 	"net"
 	"os/exec"
 	"strconv"
@@ -55,12 +56,7 @@ func TestStartupWarningsAndJSONLog(t *testing.T) {
 	bin := binary(t)
 	start := func(args ...string) string {
 		t.Helper()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-		l.Close()
+		port := strconv.Itoa(testport.Port(t))
 		cmd := exec.Command(bin, append([]string{"--port", port, "--log-format", "json"}, args...)...)
 		var log syncBuffer
 		cmd.Stderr = &log

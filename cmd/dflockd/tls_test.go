@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/internal/testport"
 	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
@@ -62,12 +63,7 @@ func startTLSProc(t *testing.T, flags ...string) *tlsProc {
 // freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testport.Addr(t) // (why not port 0: package testport)
 }
 
 // waitLog waits for the server's log to contain s.

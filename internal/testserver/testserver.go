@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testport"
 )
 
 // Timing bounds; generous, since they only matter when something is broken.
@@ -99,7 +101,7 @@ func TryStart(t testing.TB, args ...string) (*Server, error) {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		s, err := start(bin, args)
+		s, err := start(bin, args, testport.Port(t))
 		if err == nil {
 			t.Cleanup(func() {
 				if err := s.Stop(); err != nil {
@@ -114,11 +116,7 @@ func TryStart(t testing.TB, args ...string) (*Server, error) {
 	}
 }
 
-func start(bin string, args []string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+func start(bin string, args []string, port int) (*Server, error) {
 	s := &Server{
 		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		log:  new(Output),
@@ -167,15 +165,6 @@ func cleanEnv() []string {
 		}
 	}
 	return env
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Addr returns the server's host:port.
