@@ -378,7 +378,7 @@ func (a *API) fire(n *timerwheel.Node) {
 	case kindSweep:
 		l := limiterOf(n)
 		if l.sweep(time.Now()) {
-			a.timers.arm(n, a.clock.Now().After(limiterSweepMs))
+			a.timers.Reset(n, a.clock.Now().After(limiterSweepMs))
 		}
 	}
 }

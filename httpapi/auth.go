@@ -37,9 +37,9 @@ func (a *API) refuse(w http.ResponseWriter, r *http.Request, challenge string) {
 	select {
 	case <-al.ring:
 	case <-r.Context().Done():
-		a.timers.cancel(&al.node)
+		a.timers.Cancel(&al.node)
 	case <-a.stop: // Shutdown stops the timers: answer now
-		a.timers.cancel(&al.node)
+		a.timers.Cancel(&al.node)
 	}
 	if challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)

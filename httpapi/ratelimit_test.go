@@ -62,7 +62,5 @@ func TestRateLimiterSweep(t *testing.T) {
 
 // armed reads a node's state under the timers' lock.
 func armed(ts *testServer, n *timerwheel.Node) bool {
-	ts.api.timers.mu.Lock()
-	defer ts.api.timers.mu.Unlock()
-	return n.Armed()
+	return ts.api.timers.Armed(n)
 }

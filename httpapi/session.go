@@ -218,7 +218,7 @@ func (a *API) open(ip netip.Addr) (*httpSession, string) {
 	s.lastSeen.Store(int64(now.Tick()))
 	t.byID[s.id] = s
 	t.perIP[ip]++
-	a.timers.arm(&s.timer, now.After(a.idleMs))
+	a.timers.Reset(&s.timer, now.After(a.idleMs))
 	return s, ""
 }
 
@@ -229,7 +229,7 @@ func (a *API) open(ip netip.Addr) (*httpSession, string) {
 func (a *API) closeSession(s *httpSession) {
 	s.markGone()
 	s.turn <- struct{}{}
-	a.timers.cancel(&s.timer)
+	a.timers.Cancel(&s.timer)
 	a.hub.CloseEndpoint(s.conn)
 }
 
@@ -249,7 +249,7 @@ func (a *API) expire(s *httpSession) {
 	}
 	// Not if a close has begun: closeSession marks the session gone
 	// before it cancels the timer, so the timer is never left armed.
-	a.timers.armUnless(&s.timer, next, s.closing)
+	a.timers.ResetUnless(&s.timer, next, s.closing)
 }
 
 // clientIP is the address a request came from, IPv4-mapped addresses

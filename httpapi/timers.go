@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -23,94 +21,31 @@ const (
 // are in theirs. So a thousand idle sessions cost a thousand list
 // entries, not a thousand runtime timers.
 //
-// Nodes fire on the driver's goroutine, outside the wheel's lock: a fired
-// session may close its engine session, which routes effects.
+// Nodes are armed with Reset (a new deadline replaces the old) and fire
+// on the driver's goroutine, outside the wheel's lock: a fired session may
+// close its engine session, which routes effects.
 type timers struct {
-	mu        sync.Mutex // guards wheel, due, published
-	wheel     *timerwheel.Wheel
-	due       []*timerwheel.Node
-	published timerwheel.Tick // earliest deadline the driver was told of
-	clock     timerwheel.Clock
-	driver    *timerwheel.Driver
-	fire      func(n *timerwheel.Node) // called for each fired node, unlocked
+	*timerwheel.Locked
+	clock  timerwheel.Clock
+	driver *timerwheel.Driver
 }
 
+// newTimers returns the API's timers; fire is called for each fired node.
 func newTimers(clock timerwheel.Clock, fire func(*timerwheel.Node)) *timers {
-	t := &timers{
-		wheel:     timerwheel.New(clock.Now().Tick()),
-		published: math.MaxInt64,
-		clock:     clock,
-		fire:      fire,
-	}
-	t.driver = timerwheel.NewDriver(clock, []timerwheel.Target{t})
+	t := &timers{clock: clock}
+	t.Locked = timerwheel.NewLocked(clock.Now().Tick(),
+		func(deadline timerwheel.Tick) { t.driver.Notify(0, deadline) }, fire)
+	t.driver = timerwheel.NewDriver(clock, []timerwheel.Target{t.Locked})
 	return t
-}
-
-// arm (re)arms n to fire at deadline.
-func (t *timers) arm(n *timerwheel.Node, deadline timerwheel.Tick) {
-	t.armUnless(n, deadline, never)
-}
-
-func never() bool { return false }
-
-// armUnless arms n to fire at deadline unless stop reports true, checked
-// under the timers' lock: an owner that sets what stop reads before it
-// cancels n (with that lock) never finds n armed again after its cancel.
-func (t *timers) armUnless(n *timerwheel.Node, deadline timerwheel.Tick, stop func() bool) {
-	t.mu.Lock()
-	if stop() {
-		t.mu.Unlock()
-		return
-	}
-	t.wheel.Reset(n, deadline)
-	notify := deadline < t.published
-	if notify {
-		t.published = deadline
-	}
-	t.mu.Unlock()
-	if notify {
-		t.driver.Notify(0, deadline)
-	}
 }
 
 // armIdle arms n unless it is armed already: for housekeeping that only
 // needs to run some time after it is first needed.
 func (t *timers) armIdle(n *timerwheel.Node, deadline timerwheel.Tick) {
-	t.mu.Lock()
-	armed := n.Armed()
-	t.mu.Unlock()
-	if !armed {
-		t.arm(n, deadline)
+	if !t.Armed(n) {
+		t.Reset(n, deadline)
 	}
 }
-
-// cancel disarms n; a node that already fired (or is firing) is left
-// alone, so owners need not know which.
-func (t *timers) cancel(n *timerwheel.Node) {
-	t.mu.Lock()
-	t.wheel.Cancel(n)
-	t.mu.Unlock()
-}
-
-// Expire implements timerwheel.Target: it fires the nodes due by now.
-func (t *timers) Expire(now timerwheel.Instant) (timerwheel.Tick, bool) {
-	t.mu.Lock()
-	t.wheel.Advance(now.Tick(), 0, t.collect)
-	due := t.due
-	t.due = nil
-	next, ok := t.wheel.NextDeadline()
-	t.published = math.MaxInt64
-	if ok {
-		t.published = next
-	}
-	t.mu.Unlock()
-	for _, n := range due {
-		t.fire(n)
-	}
-	return next, ok
-}
-
-func (t *timers) collect(n *timerwheel.Node) { t.due = append(t.due, n) }
 
 // runDue fires what is due at the clock's time now, on the caller's
 // goroutine: tests on a fake clock call it after moving the clock.
@@ -126,7 +61,7 @@ type alarm struct {
 // cancels it if it stops waiting first.
 func (t *timers) after(ms int64) *alarm {
 	a := &alarm{node: timerwheel.Node{Kind: kindAlarm}, ring: make(chan struct{})}
-	t.arm(&a.node, t.clock.Now().After(ms))
+	t.Reset(&a.node, t.clock.Now().After(ms))
 	return a
 }
 

@@ -134,8 +134,4 @@ func (b *syncBuffer) String() string {
 }
 
 // timerArmed reports whether c's timer node is in its shard's wheel.
-func timerArmed(c *conn) bool {
-	c.shard.mu.Lock()
-	defer c.shard.mu.Unlock()
-	return c.timer.Armed()
-}
+func timerArmed(c *conn) bool { return c.shard.Armed(&c.timer) }

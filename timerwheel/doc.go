@@ -18,6 +18,12 @@
 // sleeps until the earliest of them and calls Target.Expire, which takes the
 // owner's lock. Clocks are safe for concurrent use.
 //
-// The package knows nothing of locks, gnet, connections or the engine: what a
-// timer means, and which lock guards its wheel, belong to the Target.
+// Locked is that owner ready-made, for nodes armed from many goroutines that
+// need nothing else under the wheel's lock (the transports' read deadlines):
+// a mutex-guarded wheel that notifies the driver of each new earliest
+// deadline and fires due nodes after releasing its lock. The engine's shards
+// guard their wheels with their own mutex instead.
+//
+// The package knows nothing of gnet, connections or the engine: what a timer
+// means, and which lock guards its wheel, belong to the Target.
 package timerwheel
