@@ -19,6 +19,10 @@ import (
 // the first maxPos ones starts rest, which is returned untouched; so is
 // everything after "--" once maxPos positionals are filled. That is how
 // "lock KEY [flags] [--] CMD ARGS…" keeps CMD's own flags away from us.
+//
+// -help and --help return flag.ErrHelp; so does -h, unless fs has an "h"
+// flag (the server host, as redis-cli's -h) and a value follows it: "-h
+// HOST" sets the host, "-h" alone or before another option asks for help.
 func parseArgs(fs *flag.FlagSet, args []string, maxPos int) (pos, rest []string, err error) {
 	full := func() bool { return maxPos >= 0 && len(pos) >= maxPos }
 	for i := 0; i < len(args); i++ {
@@ -32,7 +36,7 @@ func parseArgs(fs *flag.FlagSet, args []string, maxPos int) (pos, rest []string,
 			}
 			return pos, nil, nil
 		}
-		if len(a) < 2 || a[0] != '-' {
+		if !isOption(a) {
 			if full() {
 				return pos, args[i:], nil
 			}
@@ -41,7 +45,7 @@ func parseArgs(fs *flag.FlagSet, args []string, maxPos int) (pos, rest []string,
 		}
 		name := strings.TrimPrefix(a[1:], "-")
 		name, value, hasValue := strings.Cut(name, "=")
-		if name == "h" || name == "help" {
+		if name == "help" || (name == "h" && !hasValue && !valueFollows(fs, args[i+1:])) {
 			return nil, nil, flag.ErrHelp
 		}
 		f := fs.Lookup(name)
@@ -65,6 +69,17 @@ func parseArgs(fs *flag.FlagSet, args []string, maxPos int) (pos, rest []string,
 	}
 	return pos, nil, nil
 }
+
+// valueFollows says whether -h is followed by its value (the server
+// host) rather than used alone for help: fs takes -h HOST, and a word that
+// is not an option comes next.
+func valueFollows(fs *flag.FlagSet, next []string) bool {
+	return fs.Lookup("h") != nil && len(next) > 0 && !isOption(next[0])
+}
+
+// isOption says whether a looks like an option ("-x", "--x", "--"); "-"
+// alone is a word, as for the shell tools that read stdin from it.
+func isOption(a string) bool { return len(a) > 1 && a[0] == '-' }
 
 // seconds is a flag.Value for a non-negative duration given in seconds,
 // fractions allowed ("0.5"), matching how the protocols count time.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dflockd-ng/dflockd/cmd/dflockctl/filelock"
@@ -38,8 +39,7 @@ type fileFlags struct {
 
 func (c *cli) file(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(c.stderr, fileUsage)
-		return exitUsage
+		return c.fail(exitUsage, "file: missing subcommand\n%s", strings.TrimSuffix(fileUsage, "\n"))
 	}
 	sub := args[0]
 	var ff fileFlags
@@ -66,14 +66,12 @@ func (c *cli) file(args []string) int {
 		fmt.Fprint(c.stdout, fileUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(c.stderr, "dflockctl: unknown file command %q\n%s", sub, fileUsage)
-		return exitUsage
+		return c.fail(exitUsage, "file: unknown subcommand %q\n%s", sub, strings.TrimSuffix(fileUsage, "\n"))
 	}
 	pos, _, err := parseArgs(fs, args[1:], -1)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(c.stdout, fileUsage+"\noptions of "+sub+":\n")
-		fs.SetOutput(c.stdout)
-		fs.PrintDefaults()
+		printOptions(c.stdout, fs)
 		return exitOK
 	}
 	if err == nil && len(pos) != 1 {

@@ -35,6 +35,8 @@ const (
 // with the command's own, so a later occurrence overrides an earlier one.
 type globals struct {
 	server, token, tokenFile              string
+	host, port                            string // -h, -p: redis-cli's spelling of the server
+	endpoints                             string // --endpoints: etcdctl's
 	cluster, json                         bool
 	tls, tlsInsecure                      bool
 	tlsCA, tlsCert, tlsKey, tlsServerName string
@@ -45,6 +47,9 @@ type globals struct {
 // given before the command's name.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.server, "server", g.server, "server `HOST:PORT`, or a comma list (default $"+envHost+":$"+envPort+", else "+defaultHost+":"+defaultPort+")")
+	fs.StringVar(&g.host, "h", g.host, "server `HOST`, as redis-cli's -h (default $"+envHost+", else "+defaultHost+"); -h alone prints help")
+	fs.StringVar(&g.port, "p", g.port, "server `PORT`, as redis-cli's -p (default $"+envPort+", else "+defaultPort+")")
+	fs.StringVar(&g.endpoints, "endpoints", g.endpoints, "servers `HOST:PORT[,...]`, as etcdctl's: the first that answers serves every key; with --cluster, one cluster's members")
 	fs.BoolVar(&g.cluster, "cluster", g.cluster, "the servers are members of one cluster: follow not-leader redirects among them")
 	fs.StringVar(&g.token, "auth-token", g.token, "auth `TOKEN` (visible in ps; prefer $"+envAuthToken+" or a file)")
 	fs.StringVar(&g.tokenFile, "auth-token-file", g.tokenFile, "read the auth token from `FILE`")
@@ -67,11 +72,44 @@ type settings struct {
 // Precedence is the server's own (v1.16/V2): flag, then environment, then
 // default; for the token --auth-token, --auth-token-file,
 // $DFLOCKD_AUTH_TOKEN, $DFLOCKD_AUTH_TOKEN_FILE, each trimmed.
+//
+// The server is named one way: --server (one server, or shards),
+// --endpoints (etcdctl's: one service, reached at the first address that
+// answers), or -h/-p (redis-cli's: a host and a port, each defaulting to
+// the environment's, then to 127.0.0.1:6388). --cluster makes the
+// addresses of --server or --endpoints one cluster's members.
 func (g *globals) resolve(getenv func(string) string) (settings, error) {
 	var s settings
+	named := 0
+	for _, given := range []bool{g.server != "", g.endpoints != "", g.host != "" || g.port != ""} {
+		if given {
+			named++
+		}
+	}
+	if named > 1 {
+		return s, errors.New("--server, --endpoints and -h/-p each name the server: give one of them")
+	}
 	list := []string{""}
-	if g.server != "" {
+	switch {
+	case g.server != "":
 		list = strings.Split(g.server, ",")
+	case g.endpoints != "":
+		list = strings.Split(g.endpoints, ",")
+	case g.host != "" || g.port != "":
+		host := strings.TrimSuffix(strings.TrimPrefix(g.host, "["), "]")
+		if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+			return s, fmt.Errorf("-h takes a host, not %q: give the port with -p, or use --server HOST:PORT", g.host)
+		}
+		env := getenv
+		getenv = func(k string) string {
+			switch {
+			case k == envHost && host != "":
+				return host
+			case k == envPort && g.port != "":
+				return g.port
+			}
+			return env(k)
+		}
 	}
 	for _, v := range list {
 		addr, err := serverAddr(strings.TrimSpace(v), getenv)
@@ -80,8 +118,13 @@ func (g *globals) resolve(getenv func(string) string) (settings, error) {
 		}
 		s.servers = append(s.servers, addr)
 	}
-	if g.cluster {
+	switch {
+	case g.cluster:
 		s.dialer.Members = s.servers
+	case g.endpoints != "":
+		// The client's member list without redirects: a connection goes
+		// to the first address that answers, for every key.
+		s.dialer.Members, s.dialer.MaxRedirects = s.servers, -1
 	}
 	s.dialer.ReplyTimeout = replyTimeout
 	var err error

@@ -154,8 +154,7 @@ func (c *cli) hold(g *globals, args []string, usage string, election bool) int {
 	pos, argv, err := parseArgs(fset, args, 1)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(c.stdout, usage+"\noptions:\n")
-		fset.SetOutput(c.stdout)
-		fset.PrintDefaults()
+		printOptions(c.stdout, fset)
 		return exitOK
 	}
 	switch {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/dflockd-ng/dflockd/client"
 )
@@ -71,12 +72,15 @@ Other:
 
 Global options (before or after the command):
   --server HOST:PORT[,HOST:PORT...]  server, or servers keys are sharded over
+  -h HOST, -p PORT                   server host and port, as redis-cli's (-h alone: this help)
+  --endpoints HOST:PORT[,...]        as etcdctl's: the first that answers serves every key
   --cluster                          the servers are members of one cluster: follow leader redirects
   --auth-token T, --auth-token-file F
   --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --tls-insecure
   --json                             machine-readable output
 
-Run "dflockctl COMMAND -h" for a command's options; README.md lists exit codes.
+Run "dflockctl help COMMAND" (or "dflockctl COMMAND --help") for a command's
+options. Usage errors exit 2; README.md lists the other exit codes.
 `
 
 // cmdSpec is one subcommand: run gets the global options as parsed so far
@@ -142,20 +146,18 @@ func (c *cli) run(args []string) int {
 		if isTerminal(c.stdin) {
 			return c.interactive(g, nil)
 		}
-		fmt.Fprint(c.stderr, usageText)
-		return exitUsage
+		why := "missing command"
+		if _, ok := commands[g.host]; ok {
+			// "dflockctl -h lock" reads as redis-cli's: lock is the host.
+			why += fmt.Sprintf(" (-h %s names the server host; for %s's help: dflockctl help %s)", g.host, g.host, g.host)
+		}
+		return c.fail(exitUsage, "%s\n%s", why, strings.TrimSuffix(usageText, "\n"))
 	}
 	cmd, ok := commands[rest[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "dflockctl: unknown command %q\n%s", rest[0], usageText)
-		return exitUsage
+		return c.fail(exitUsage, "unknown command %q\n%s", rest[0], strings.TrimSuffix(usageText, "\n"))
 	}
 	return cmd.run(c, g, rest[1:])
-}
-
-func (c *cli) help(*globals, []string) int {
-	fmt.Fprint(c.stdout, usageText)
-	return exitOK
 }
 
 func (c *cli) printVersion(g *globals, args []string) int {

@@ -169,6 +169,8 @@ func TestCompletionScripts(t *testing.T) {
 		{[]string{"list", "pop", "q", "--w"}, []string{"--wait"}},
 		{[]string{"--js"}, []string{"--json"}},
 		{[]string{"kv", "get", ""}, nil},
+		{[]string{"-h", "db1", "-p", "7000", "pi"}, []string{"ping"}}, // redis-cli's options take a value
+		{[]string{"--endp"}, []string{"--endpoints"}},
 	}
 	script := filepath.Join(t.TempDir(), "dflockctl.bash")
 	os.WriteFile(script, []byte(bash.stdout), 0o600)

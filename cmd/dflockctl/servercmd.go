@@ -25,8 +25,7 @@ func (c *cli) parseCommand(name, usage string, g *globals, args []string, minPos
 	pos, _, err := parseArgs(fs, args, -1)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(c.stdout, usage+"\noptions (global ones included):\n")
-		fs.SetOutput(c.stdout)
-		fs.PrintDefaults()
+		printOptions(c.stdout, fs)
 		return nil, exitOK, false
 	}
 	switch {

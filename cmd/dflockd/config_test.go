@@ -282,8 +282,8 @@ func TestConfigInvalidCLI(t *testing.T) {
 		{[]string{"--gc-interval=0"}, []string{`--gc-interval must be an integer number of seconds in 1..`}},
 		{[]string{"--debug=maybe"}, []string{`--debug must be a boolean (true or false), got "maybe"`}},
 		{[]string{"--debug=yes"}, []string{`--debug must be a boolean`}}, // flags use Go's flag.Bool grammar
-		{[]string{"--bogus"}, []string{"flag provided but not defined: -bogus"}},
-		{[]string{"--port"}, []string{"flag needs an argument: -port"}},
+		{[]string{"--bogus"}, []string{"unknown flag --bogus"}},          // as typed (issue #23)
+		{[]string{"--port"}, []string{"flag needs an argument: --port"}},
 		{[]string{"serve"}, []string{`unexpected argument "serve"`}},
 		{[]string{"--port=1", "--", "x"}, []string{`unexpected argument "x"`}},
 		{[]string{"--debug", "false"}, []string{`unexpected argument "false"`, "--flag=false"}},

@@ -46,6 +46,9 @@ func main() {
 
 // run is main without the exit, so tests can drive it.
 func run(args []string, stdout, stderr io.Writer) int {
+	if code, ok := runCommand(args, stdout, stderr); ok { // version, help, completion (commands.go)
+		return code
+	}
 	cfg, err := LoadConfig(args, os.LookupEnv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dflockd: %v\n", err)
@@ -56,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if cfg.ShowVersion {
-		fmt.Fprintf(stdout, "dflockd-ng %s (%s)\n", version, runtime.Version())
+		io.WriteString(stdout, versionLine())
 		return 0
 	}
 	certs, err := loadTLS(cfg) // nil without TLS

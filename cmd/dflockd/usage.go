@@ -13,13 +13,18 @@ import (
 )
 
 const usageHeader = `Usage: dflockd [flags]
+       dflockd version | completion bash|zsh | help [COMMAND]
 
 dflockd-ng: a lock server compatible with dflockd v2.
+
+Commands: version prints the version; completion prints a shell completion
+script for every flag (source <(dflockd completion bash)); help prints this
+text, or a command's help.
 
 Flags are written -flag or --flag, with the value as --flag=value or --flag value;
 booleans as --flag or --flag=false. Durations are whole seconds. A flag on the
 command line beats its environment variable, which beats the default; an empty
-variable counts as unset. Invalid values stop startup.
+variable counts as unset. Invalid values and unknown flags stop startup.
 `
 
 const usageUnsupportedTitle = "Not supported yet (recognised; any other value stops startup)"
