@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testport"
 )
 
 // startup bounds how long a child server may take to report its address
@@ -115,16 +117,10 @@ func StartRedis(ctx context.Context, bin string, stderr io.Writer) (*Process, er
 	}
 }
 
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before redis-server binds it; StartRedis then fails loudly.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort picks a free loopback port below the kernel's ephemeral range,
+// which no outgoing connection can take before the child binds it
+// (package testport).
+func freePort() (int, error) { return testport.Free() }
 
 func pingRedis(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)

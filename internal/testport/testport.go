@@ -10,6 +10,7 @@
 package testport
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -32,6 +33,16 @@ var (
 // range, and not handed out before by this process.
 func Port(t testing.TB) int {
 	t.Helper()
+	p, err := Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Free is Port for callers without a testing.TB (a benchmark's child
+// processes).
+func Free() (int, error) {
 	ceil := ephemeralLow()
 	for range 1000 {
 		p := floor + rand.IntN(ceil-floor)
@@ -47,10 +58,9 @@ func Port(t testing.TB) int {
 			continue // in use
 		}
 		l.Close()
-		return p
+		return p, nil
 	}
-	t.Fatalf("testport: no free port in %d..%d after 1000 tries", floor, ceil-1)
-	return 0
+	return 0, fmt.Errorf("testport: no free port in %d..%d after 1000 tries", floor, ceil-1)
 }
 
 // Addr returns "127.0.0.1:<Port(t)>".

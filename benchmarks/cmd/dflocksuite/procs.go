@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dflockd-ng/dflockd/internal/testport"
 )
 
 // proc is a server started by the suite.
@@ -125,14 +127,16 @@ func (s *runner) stopAll() {
 	s.procs = nil
 }
 
-// freeAddr asks the kernel for a free loopback port.
+// freeAddr picks a free loopback address whose port lies below the
+// kernel's ephemeral range, so that no outgoing connection (the load
+// generator makes thousands) takes it before the server binds it
+// (package testport).
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testport.Free()
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }
 
 // probeLine sends a dflockd ping and wants "ok".
