@@ -226,6 +226,14 @@ func TestMetricsFollowRequests(t *testing.T) {
 	if got := value(m, "dflockd_fence_last"); got < 3 {
 		t.Errorf("dflockd_fence_last = %v after 3 grants", got)
 	}
+	// The halves give the clock-seeded fence to the last digit (issue #23).
+	want := s.srv.Engine().LastFence()
+	if got := uint64(value(m, "dflockd_fence_last_high"))<<32 | uint64(value(m, "dflockd_fence_last_low")); got != want {
+		t.Errorf("dflockd_fence_last_high and _low give %d, want the last fence %d", got, want)
+	}
+	if want < 1<<53 {
+		t.Errorf("last fence %d: the test wants one seeded from the clock, past float64's 53 bits", want)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
