@@ -62,12 +62,12 @@ func TestWithdrawAfterTheGrantRaced(t *testing.T) {
 	h := ts.lock(holder, "k", 0)
 	s := openDirect(t, ts)
 	lock := parse.Request{Op: parse.OpLock, Key: []byte("k"), Timeout: 60}
-	if r := ts.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: lock}); !r.Blocked {
+	if r, done := ts.api.start(s, &engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: lock}); done || !r.Blocked {
 		t.Fatalf("lock of a held key: %+v, want parked", r)
 	}
 	before, _ := ts.lockStat("k")
 	ts.release(holder, "k", h.Token) // the grant is posted to s
-	eventually(t, "the grant to reach the session", func() bool { return len(s.late) == 1 })
+	eventually(t, "the grant to reach the session", func() bool { return s.replies.arrived() == 1 })
 	if st, held := ts.lockStat("k"); !held || st.OwnerConnID == before.OwnerConnID {
 		t.Fatalf("k after the holder's release: %+v, want it held by the session", st)
 	}
@@ -78,8 +78,8 @@ func TestWithdrawAfterTheGrantRaced(t *testing.T) {
 	if _, held := ts.lockStat("k"); held {
 		t.Fatal("the grant nobody will see is still held")
 	}
-	if len(s.late) != 0 {
-		t.Fatal("a late result was left behind")
+	if n := s.replies.arrived(); n != 0 {
+		t.Fatalf("%d answers were left behind", n)
 	}
 }
 
@@ -91,14 +91,12 @@ func TestAbandonedEnqueue(t *testing.T) {
 	h := ts.lock(holder, "k", 0)
 	s := openDirect(t, ts)
 	enq := parse.Request{Op: parse.OpEnqueue, Key: []byte("k")}
-	apply := func() engine.Result {
-		return ts.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: enq})
-	}
+	apply := func() engine.Result { return ts.api.do(s, &enq) }
 	res := apply()
 	if res.Status != parse.StatusQueued {
 		t.Fatalf("enqueue: %+v", res)
 	}
-	ts.api.abandon(&enq, &res, ts.api.local(s))
+	ts.api.abandon(s, &enq, &res)
 	if st, _ := ts.lockStat("k"); st.Waiters != 0 {
 		t.Fatalf("%d waiters after an abandoned enqueue, want 0", st.Waiters)
 	}
@@ -112,7 +110,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	if st, held := ts.lockStat("k"); !held || st.OwnerConnID == before.OwnerConnID {
 		t.Fatalf("k after the holder's release: %+v, want it held by the session", st)
 	}
-	ts.api.abandon(&enq, &res, ts.api.local(s))
+	ts.api.abandon(s, &enq, &res)
 	if _, held := ts.lockStat("k"); held {
 		t.Fatal("an abandoned enqueue's grant is still held")
 	}
@@ -120,7 +118,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	if res = apply(); res.Status != parse.StatusAcquired {
 		t.Fatalf("enqueue of a free key: %+v", res)
 	}
-	ts.api.abandon(&enq, &res, ts.api.local(s))
+	ts.api.abandon(s, &enq, &res)
 	if _, held := ts.lockStat("k"); held {
 		t.Fatal("an abandoned fast-path enqueue is still held")
 	}

@@ -1,17 +1,13 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/dflockd-ng/dflockd/cluster"
-	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 )
 
 // The HTTP API on a cluster member (spec §F.2, §G): its hub is a cluster
@@ -24,13 +20,13 @@ import (
 //     metrics, health, ready) are any member's.
 //   - On the leader, a session is a connection of the hub's, numbered as
 //     its TCP clients are, and its lock calls go through the log as
-//     theirs do: Hub.Submit proposes the request, and its one result,
+//     theirs do: the hub's Call proposes the request, and its one result,
 //     immediate or late, comes back through the session's Post when the
-//     entry applies (replies). A client that goes away from a call that
-//     waits makes the call propose a withdrawal (Hub.Withdraw, an
-//     OpCancel), as on a single node. A leader that is deposed answers
-//     the calls still waiting 503 not_leader: their outcome may or may
-//     not have been committed, as over TCP.
+//     entry applies (owed.go). A client that goes away from a call that
+//     waits makes the call propose a withdrawal (a KindCancel), as on a
+//     single node. A leader that is deposed answers the calls still
+//     waiting 503 not_leader: their outcome may or may not have been
+//     committed, as over TCP.
 //   - GET /v1/readindex answers 200 once the member is sure it leads
 //     and its replica holds everything committed before the request
 //     (Cluster.ReadIndex).
@@ -76,182 +72,6 @@ func (a *API) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
-}
-
-// replies are the results a cluster member's HTTP session is owed: one
-// for each request or withdrawal it submitted, in log order. A
-// demotion's error_not_leader voids all that is owed (nothing submitted
-// before it will be answered); a result nobody is owed (a demotion
-// notice with nothing in flight) is dropped. The session's turn makes
-// one call at a time use them.
-type replies struct {
-	mu   sync.Mutex
-	owed int
-	got  []engine.Result
-	wake chan struct{} // one slot: something arrived
-}
-
-func newReplies() *replies { return &replies{wake: make(chan struct{}, 1)} }
-
-// post is the session's Post on a cluster hub, from any goroutine.
-func (q *replies) post(r engine.Result) {
-	q.mu.Lock()
-	if q.owed == 0 {
-		q.mu.Unlock()
-		return
-	}
-	if r.Status == parse.StatusErrorNotLeader {
-		q.owed = 0 // the engine never answers that: a demotion
-	} else {
-		q.owed--
-	}
-	q.got = append(q.got, r)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// expect counts a result to come, before its submission (which may be
-// answered at once).
-func (q *replies) expect() {
-	q.mu.Lock()
-	q.owed++
-	q.mu.Unlock()
-}
-
-// unexpect takes back the expect of a submission that failed. If a
-// demotion voided it meanwhile, the demotion's notice answered nothing
-// and is dropped.
-func (q *replies) unexpect() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.owed > 0 {
-		q.owed--
-		return
-	}
-	if n := len(q.got); n > 0 && q.got[n-1].Status == parse.StatusErrorNotLeader {
-		q.got = q.got[:n-1]
-	}
-}
-
-// forgive cancels what is still owed: a withdrawal took the request
-// that owed it away.
-func (q *replies) forgive() {
-	q.mu.Lock()
-	q.owed = 0
-	q.mu.Unlock()
-}
-
-// next waits for the next result; it gives up when ctx ends or gone is
-// closed first (nil: never).
-func (q *replies) next(ctx context.Context, gone <-chan struct{}) (engine.Result, ending) {
-	for {
-		q.mu.Lock()
-		if len(q.got) > 0 {
-			r := q.got[0]
-			q.got = append(q.got[:0], q.got[1:]...)
-			q.mu.Unlock()
-			return r, answered
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.wake:
-		case <-ctx.Done():
-			return engine.Result{}, clientGone
-		case <-gone:
-			return engine.Result{}, sessionGone
-		}
-	}
-}
-
-// wait is next for a result that must be taken whoever is waiting: it is
-// bounded by the log, which answers every submission, or by a demotion,
-// which voids them (a leader that cannot commit steps down).
-func (q *replies) wait() engine.Result {
-	r, _ := q.next(context.Background(), nil)
-	return r
-}
-
-var notLeader = engine.Result{Status: parse.StatusErrorNotLeader}
-
-// submit proposes req for s; false if this member does not lead.
-func (a *API) submit(s *httpSession, req *parse.Request) bool {
-	s.replies.expect()
-	if a.hub.Submit(s.conn, req) != nil {
-		s.replies.unexpect()
-		return false
-	}
-	return true
-}
-
-// do submits req for s and waits for its result, whoever is waiting.
-func (a *API) do(s *httpSession, req *parse.Request) engine.Result {
-	if !a.submit(s, req) {
-		return notLeader
-	}
-	return s.replies.wait()
-}
-
-// callReplica is call's cluster path, in s's turn: req goes through the
-// log, and its result comes back through s.replies.
-func (a *API) callReplica(ctx context.Context, s *httpSession, req *parse.Request) (engine.Result, ending) {
-	if !a.submit(s, req) {
-		return notLeader, answered
-	}
-	res, end := s.replies.next(ctx, s.gone)
-	switch {
-	case end != answered:
-		return a.withdrawReplica(s, req, end)
-	case res.Status == parse.StatusErrorNotLeader:
-		return res, answered
-	case s.closing():
-		a.abandon(req, &res, a.logged(s))
-		return res, sessionGone
-	case ctx.Err() != nil:
-		a.abandon(req, &res, a.logged(s))
-		return res, clientGone
-	}
-	return res, answered
-}
-
-// withdrawReplica ends s's request for a caller that stopped waiting: it
-// proposes the withdrawal, and takes what the log answers. The request's
-// result, if it came first, is given back (abandon); the
-// withdrawal's reply follows it.
-func (a *API) withdrawReplica(s *httpSession, req *parse.Request, end ending) (engine.Result, ending) {
-	q := s.replies
-	s.replies.expect()
-	if a.hub.Withdraw(s.conn) != nil {
-		q.unexpect()
-		// Not leading any more: the request's result, or the
-		// demotion's notice, is on its way.
-		res := q.wait()
-		a.abandon(req, &res, a.logged(s))
-		return res, end
-	}
-	res := q.wait()
-	switch {
-	case res.Status == parse.StatusErrorNotLeader:
-	case res.Kind == engine.KindInt:
-		// The withdrawal's reply came first: the request was withdrawn
-		// and will never be answered. (Int 0 cannot come first: the
-		// log answers the request before the withdrawal that follows
-		// it; if it did, nothing more is owed either.)
-		q.forgive()
-	default:
-		// The request was answered before the withdrawal applied.
-		q.wait()
-		a.abandon(req, &res, a.logged(s))
-	}
-	return res, end
-}
-
-// logged returns the apply of abandon for a cluster leader's session s:
-// through the log.
-func (a *API) logged(s *httpSession) func(*parse.Request) engine.Result {
-	return func(r *parse.Request) engine.Result { return a.do(s, r) }
 }
 
 // readIndex is GET /v1/readindex.

@@ -51,7 +51,7 @@ func (e endpointSink) Post(r engine.Result) { e.got <- r }
 func TestLockOfAReadWriteLockKey(t *testing.T) {
 	ts := newServer(t, setup{})
 	other := ts.hub.OpenEndpoint(endpointSink{make(chan engine.Result, 1)})
-	r := ts.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: other,
+	r, _ := ts.hub.Call(&engine.Command{Kind: engine.KindRequest, Session: other,
 		Req: parse.Request{Op: parse.OpReadLock, Key: []byte("rw"), Timeout: 0}})
 	if r.Status != parse.StatusOK {
 		t.Fatalf("read lock: %+v", r)

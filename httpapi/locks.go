@@ -77,87 +77,95 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 		// as a request read after the drain began is on TCP.
 		return engine.Result{Status: parse.StatusErrorDraining}, answered
 	}
-	if s.replies != nil {
-		return a.callReplica(ctx, s, req) // a cluster member's (cluster.go)
-	}
-	res := a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
-	if res.Blocked {
-		select {
-		case res = <-s.late:
-		case <-ctx.Done():
-			return a.withdraw(s, req, clientGone)
-		case <-s.gone:
-			return a.withdraw(s, req, sessionGone)
+	res, done := a.start(s, &engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
+	if !done {
+		var end ending
+		if res, end = s.replies.next(ctx, s.gone); end != answered {
+			return a.withdraw(s, req, end)
 		}
 	}
-	if s.closing() {
+	switch {
+	case res.Status == parse.StatusErrorNotLeader:
+		return res, answered // a cluster member that does not lead, or was deposed
+	case s.closing():
 		// Answered, but the session is closing (DELETE, expiry,
 		// Shutdown): its locks are released as it closes, so a grant
 		// is no grant. Give it back now, and say the session is gone.
-		a.abandon(req, &res, a.local(s))
+		a.abandon(s, req, &res)
 		return res, sessionGone
-	}
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		// Answered, but the client left meanwhile: nobody will see a
 		// token this answer carries.
-		a.abandon(req, &res, a.local(s))
+		a.abandon(s, req, &res)
 		return res, clientGone
 	}
 	return res, answered
 }
 
-// withdraw ends s's parked request for a caller that stopped waiting. If
-// the engine had already answered it (the cancel finds nothing parked),
-// the answer is on its way to Post: take it, and give back what it
-// granted, since nobody will see its token.
+// withdraw ends s's request for a caller that stopped waiting: it asks
+// for the request's withdrawal (a KindCancel: answered at once on a single
+// node, through the log on a member) and takes what comes. If the request
+// was answered first, its answer is taken and what it granted given back
+// (abandon), since nobody will see its token.
 func (a *API) withdraw(s *httpSession, req *parse.Request, end ending) (engine.Result, ending) {
-	c := a.hub.Apply(&engine.Command{Kind: engine.KindCancel, Session: s.conn})
-	if c.Int == 1 {
-		return engine.Result{}, end
+	q := s.replies
+	c, done := a.start(s, &engine.Command{Kind: engine.KindCancel, Session: s.conn})
+	if !done {
+		c = q.wait()
 	}
-	res := <-s.late
-	a.abandon(req, &res, a.local(s))
-	return res, end
+	switch {
+	case c.Status == parse.StatusErrorNotLeader && !done:
+		// A demotion voided everything owed: nothing more comes.
+	case c.Kind == engine.KindInt && c.Int == 1:
+		// Withdrawn: its answer will never come.
+		q.forgive()
+	case c.Kind == engine.KindInt || done:
+		// Nothing waited (Int 0: the answer is on its way), or this
+		// member stopped leading before the withdrawal (the answer, or
+		// the demotion's notice, is on its way).
+		res := q.wait()
+		a.abandon(s, req, &res)
+		return res, end
+	default:
+		// Through the log, the request's answer came before the
+		// withdrawal's, which follows. (Int 0 cannot come first: the
+		// log answers the request before the withdrawal behind it.)
+		q.wait()
+		a.abandon(s, req, &c)
+	}
+	return c, end
 }
 
 // abandon undoes what an answer nobody will read gave a session: a grant is
 // released; a two-phase enqueue that queued is ended with a zero-timeout
 // wait (and released if the slot came through meanwhile), so it does not
-// hold up the queue until the session closes. apply runs a request of the session:
-// on the engine, or through the log on a cluster's leader (cluster.go).
-func (a *API) abandon(req *parse.Request, res *engine.Result, apply func(*parse.Request) engine.Result) {
+// hold up the queue until the session closes.
+func (a *API) abandon(s *httpSession, req *parse.Request, res *engine.Result) {
 	switch {
 	case res.Kind == engine.KindGrant && (res.Status == parse.StatusOK || res.Status == parse.StatusAcquired):
-		a.release(req, res, apply)
+		a.release(s, req, res)
 	case res.Status == parse.StatusQueued:
 		w := parse.Request{Op: parse.OpWait, Key: req.Key}
 		if req.Op.Semaphore() {
 			w.Op = parse.OpSemWait
 		}
-		if got := apply(&w); got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
-			a.release(req, &got, apply)
+		if got := a.do(s, &w); got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
+			a.release(s, req, &got)
 		}
 	}
 }
 
 // release gives back the grant res of a request like req.
-func (a *API) release(req *parse.Request, res *engine.Result, apply func(*parse.Request) engine.Result) {
+func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
 	rel := parse.Request{Op: parse.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
 	if req.Op.Semaphore() {
 		rel.Op = parse.OpSemRelease
 	}
-	if got := apply(&rel); got.Status != parse.StatusOK {
+	if got := a.do(s, &rel); got.Status != parse.StatusOK {
 		// Its lease ends it anyway (in a cluster, or the next leader's
 		// promotion, which ends this member's connections, keeps it
 		// until then); say so, it should not happen.
 		a.cfg.Logf("httpapi: releasing an unseen grant of %q: %s", req.Key, got.Status)
-	}
-}
-
-// local returns the apply of abandon for a single node's session s.
-func (a *API) local(s *httpSession) func(*parse.Request) engine.Result {
-	return func(r *parse.Request) engine.Result {
-		return a.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *r})
 	}
 }
 

@@ -31,33 +31,17 @@ type httpSession struct {
 	// withdraw.
 	gone     chan struct{}
 	goneOnce sync.Once
-	// late is the one late result of the parked request (Post). At most
-	// one request of the session is parked at a time, and the engine
-	// delivers exactly one result for it unless it is withdrawn, so one
-	// slot never overflows.
-	late chan engine.Result
 	// inFlight counts the requests using the session (from lookup to
 	// their end): the sweeper does not close a session in use.
 	inFlight atomic.Int32
 	lastSeen atomic.Int64 // timerwheel.Tick of the last request's end
-	// replies, on a cluster member, takes every result instead of late
-	// (cluster.go); nil on a single node.
+	// replies takes the answers the hub owes the session (owed.go).
 	replies *replies
 }
 
-// Post is the session's Endpoint: the hub hands it the late result of its
-// parked request, from any goroutine.
-func (s *httpSession) Post(r engine.Result) {
-	if s.replies != nil {
-		s.replies.post(r)
-		return
-	}
-	select {
-	case s.late <- r:
-	default:
-		panic("httpapi: a second late result for session " + s.id + " with one already waiting: one parked request at a time is the invariant")
-	}
-}
+// Post is the session's Endpoint: the hub hands it an answer it is owed,
+// from any goroutine.
+func (s *httpSession) Post(r engine.Result) { s.replies.post(r) }
 
 // markGone starts closing the session: calls using it, or waiting for
 // their turn, wake and end with 410.
@@ -201,17 +185,14 @@ func (a *API) open(ip netip.Addr) (*httpSession, string) {
 		return nil, codeMaxSessionsPerIP
 	}
 	s := &httpSession{
-		timer: timerwheel.Node{Kind: kindSession},
-		ip:    ip,
-		turn:  make(chan struct{}, 1),
-		gone:  make(chan struct{}),
-		late:  make(chan engine.Result, 1),
+		timer:   timerwheel.Node{Kind: kindSession},
+		ip:      ip,
+		turn:    make(chan struct{}, 1),
+		gone:    make(chan struct{}),
+		replies: newReplies(),
 	}
 	for s.id == "" || t.byID[s.id] != nil {
 		s.id = newSessionID()
-	}
-	if a.hub.Clustered() {
-		s.replies = newReplies()
 	}
 	s.conn = a.hub.OpenEndpoint(s)
 	now := a.clock.Now()

@@ -30,11 +30,8 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 	case s.discarding:
 		n, out, stop := s.drainLongLine(buf, out, now)
 		return n, out, false, stop
-	case s.blocked && s.hub.replica != nil:
-		s.pauseIfFlooded(len(buf))
-		return 0, out, false, false
 	case s.blocked:
-		return 0, out, false, len(buf) >= s.maxBlockedInput()
+		return 0, out, false, s.floodedWhileOwed(len(buf))
 	}
 	frame := parse.Next
 	if s.hub.cfg.Profile == parse.ProfileV1 {
@@ -75,8 +72,10 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			break
 		}
 	}
-	if s.awaiting > 0 && !s.blocked {
-		s.waitForLog()
+	if s.owed > 0 && !s.blocked {
+		// Parsing stopped at a frame that waits for what is owed
+		// (retry): nothing more is parsed until that has come.
+		s.blocked = true
 	}
 	if !s.discarding && !s.blocked && !s.closing && !stop {
 		s.noteProgress(buf[off:], frames, now)
@@ -85,11 +84,9 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		n, o, st := s.drainLongLine(buf[off:], out, now)
 		return off + n, o, false, st
 	}
-	if s.blocked && s.hub.replica != nil {
-		s.pauseIfFlooded(len(buf) - off)
-	} else if s.blocked && len(buf)-off >= s.maxBlockedInput() {
-		// What arrived behind the parked request already fills dflockd's
-		// read buffer (spec §A.6).
+	if s.blocked && s.floodedWhileOwed(len(buf)-off) {
+		// What arrived behind the waiting request already fills
+		// dflockd's read buffer (spec §A.6).
 		return off, out, false, true
 	}
 	if over && !stop {
@@ -130,7 +127,7 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
 		req.Op = parse.OpUnknown
 	}
-	if s.awaiting > 0 && !s.toLog(&req, err) {
+	if s.owed > 0 && s.answeredHere(&req, err) {
 		s.retry = true
 		return out, false
 	}
@@ -153,50 +150,31 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	switch req.Op {
 	case parse.OpPing:
 		return parse.AppendStatus(out, parse.StatusOK), false
-	case parse.OpBarrier:
-		// A single node is caught up. In a cluster, a no-op goes through
-		// the log: its ok comes when it applies on this leader, after
-		// every write committed before it, and proves this node still
-		// led when it committed (a linearizable read point, spec §G). A
-		// follower sends the client to the leader.
-		if s.hub.replica != nil {
-			return s.submit(out, req), false
-		}
-		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpAuth:
 		// Already authenticated, or no token configured (spec §B.13).
 		s.countReply(parse.StatusError)
 		return parse.AppendStatus(out, parse.StatusError), false
 	case parse.OpStableRef:
+		// The identity under which this connection's claims outlive it
+		// (--orphan-ttl): a cluster's replicated state keeps it.
 		if s.stableRef {
 			s.countReply(parse.StatusError)
 			return parse.AppendStatus(out, parse.StatusError), false
 		}
 		s.stableRef = true
-		if s.hub.replica != nil {
-			// The replicated state keeps it: the identity under which
-			// this connection's claims outlive it (--orphan-ttl).
-			return s.submit(out, req), false
-		}
-		return parse.AppendStatus(out, parse.StatusOK), false
 	case parse.OpStats:
 		return s.appendStats(out, now), false
 	}
-	if s.hub.replica != nil {
-		return s.submit(out, req), false
-	}
-	cmd := engine.Command{Kind: engine.KindRequest, Session: s.id, At: now, Req: req}
-	s.ownArgs(&cmd.Req)
-	r, receivers := s.apply(&cmd)
-	if r.Blocked {
-		s.blocked = true
-		if !readsWhileBlocked(profile) {
-			s.pauseWhileBlocked()
-		}
+	// Everything else, barrier included (a single node is caught up; a
+	// cluster's no-op through the log answers once every write committed
+	// before it has applied here, a linearizable read point, spec §G),
+	// goes to the applier.
+	sc := s.t.Scratch()
+	sc.Cmd = engine.Command{Kind: engine.KindRequest, Session: s.id, At: now, Req: req}
+	s.ownArgs(&sc.Cmd.Req)
+	r, done := s.applyRequest(&sc.Cmd)
+	if !done {
 		return out, false
-	}
-	if r.Kind == engine.KindReceivers {
-		r.Kind, r.Int = engine.KindInt, int64(receivers)
 	}
 	s.countReply(r.Status)
 	return appendResult(out, &r, profile == parse.ProfileRF), false
@@ -222,12 +200,8 @@ func (s *Session) ownArgs(r *parse.Request) {
 
 // appendStats appends the stats reply.
 func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
-	var st *parse.Stats
-	if s.hub.cfg.Profile == parse.ProfileRF {
-		st = s.hub.statsOf(true, now)
-	} else {
-		st = s.hub.statsOf(false, now) // the five keys of v1 and v2
-	}
+	// rf: every array; v1 and v2: the five keys.
+	st := s.hub.app.stats(s.hub.cfg.Profile == parse.ProfileRF, now, s.hub.Connections())
 	out = append(out, "ok "...)
 	out = parse.AppendStats(out, st, s.hub.cfg.Profile)
 	return append(out, '\n')
@@ -255,23 +229,11 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 	return parse.Frame{Cmd: b[:ends[0]], Key: b[ends[0]:ends[1]], Arg: b[ends[1]:ends[2]]}
 }
 
-// deliver writes the late reply of a parked request and resumes parsing
-// whatever was pipelined behind it.
+// deliver writes an owed answer and resumes parsing whatever was
+// pipelined behind it once nothing more is owed.
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
-	if s.hub.replica != nil {
-		s.deliverFromLog(r)
-		return
-	}
-	if !s.blocked {
-		return
-	}
-	s.flushPushes()
-	sc := s.t.Scratch()
-	s.countReply(r.Status)
-	out := appendResult(sc.Out[:0], &r, s.hub.cfg.Profile == parse.ProfileRF)
-	s.write(out)
-	sc.Out = out[:0]
-	s.unblock(s.hub.clock.Now())
+	rf := s.hub.cfg.Profile == parse.ProfileRF
+	s.deliverOwed(r, func(out []byte, r *engine.Result) []byte { return appendResult(out, r, rf) })
 }
 
 // appendResult encodes an engine result as its reply line; rf adds the

@@ -13,6 +13,27 @@
 // pushes) to the sessions they name, after the engine's locks are
 // released.
 //
+// One request, in each mode. The hub's applier is chosen once, when the
+// hub is made (applier.go); the session never asks which it has.
+//
+//	single node (NewHub, local.go)        cluster member (NewClusterHub, replicated.go)
+//	transport reads bytes → Session.Input → codec parses a frame → exec
+//	exec → applier.apply(cmd)
+//	  engine.Apply, effects routed          Replica.Submit: the batcher proposes it
+//	  answer now → reply written             → owed (s.owed++), parsing goes on
+//	  or it waits → owed, parsing stops          up to maxOwed
+//	                                         entry applies: cluster.FSM runs it in the
+//	                                         replica's engine; Hub.Deliver → Post
+//	late answer: an engine effect → Hub.Route → transport Post → Session.Deliver
+//	  → deliverOwed writes it (owed.go); parsing resumes once nothing is owed
+//
+// What the two modes decide differently is the applier's to say: how far
+// a session parses ahead of what it is owed (applier.pipelined: a single
+// node stops behind a request that waits, as dflockd's reader does, spec
+// §A.6; a member pipelines, its log keeping each connection's requests in
+// order), and so what input piling up and a peer's half-close mean
+// (owed.go). HTTP sessions are Endpoints on the same applier (Hub.Call).
+//
 // Concurrency: a Session's methods are called on its transport's
 // goroutine, one at a time, except Backlogged; other goroutines reach a
 // session only through Hub.Route, which hands results to the transport's

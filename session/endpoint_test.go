@@ -40,11 +40,11 @@ func TestEndpointSharesFIFOWithSessions(t *testing.T) {
 	if n := fs.hub.Connections(); n != 2 {
 		t.Fatalf("%d connections, want 2 (one TCP, one endpoint)", n)
 	}
-	lock := func(timeout int64) engine.Result {
-		return fs.hub.Apply(&engine.Command{Kind: engine.KindRequest, Session: id,
+	lock := func(timeout int64) (engine.Result, bool) {
+		return fs.hub.Call(&engine.Command{Kind: engine.KindRequest, Session: id,
 			Req: parse.Request{Op: parse.OpLock, Key: []byte("k"), Timeout: timeout, Lease: 7}})
 	}
-	if r := lock(10); !r.Blocked {
+	if r, done := lock(10); done || !r.Blocked {
 		t.Fatalf("endpoint lock on a held key: %+v, want parked", r)
 	}
 	other := fs.open()

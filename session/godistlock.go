@@ -120,7 +120,9 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 	if h.draining.Load() {
 		return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockDraining), true
 	}
-	cmd := engine.Command{Session: s.id, At: now, Req: parse.Request{Key: r.Lock}, LeaseMs: r.LeaseMs}
+	sc := s.t.Scratch()
+	sc.Cmd = engine.Command{Session: s.id, At: now, Req: parse.Request{Key: r.Lock}, LeaseMs: r.LeaseMs}
+	cmd := &sc.Cmd
 	s.ownArgs(&cmd.Req)
 	switch r.Op {
 	case parse.GodistlockHello:
@@ -133,7 +135,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 			}
 			cmd.Tag = g.newTag()
 		}
-		res, _ := s.apply(&cmd)
+		res, _ := s.applyForeign(cmd)
 		if res.Blocked {
 			g.parked[cmd.Tag] = bytes.Clone(r.Nonce)
 			return out, false
@@ -148,13 +150,13 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		return parse.AppendGodistlockNo(out, r.Nonce), false
 	case parse.GodistlockRefresh:
 		cmd.Kind, cmd.Fence = engine.KindFenceRenew, r.Fence
-		if res, _ := s.apply(&cmd); res.Status == parse.StatusOK {
+		if res, _ := s.applyForeign(cmd); res.Status == parse.StatusOK {
 			return parse.AppendGodistlockGive(out, r.Nonce, r.Fence), false
 		}
 		return parse.AppendGodistlockNo(out, r.Nonce), false
 	case parse.GodistlockOff:
 		cmd.Kind = engine.KindOwnRelease
-		res, _ := s.apply(&cmd)
+		res, _ := s.applyForeign(cmd)
 		if nonce, ok := g.parked[res.Tag]; ok && res.Tag != 0 {
 			// A withdrawn wait, or a grant released before its GIVE was
 			// written: that ON ends with NO and its delivery is dropped.
@@ -164,16 +166,17 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		return out, false
 	case parse.GodistlockIs:
 		cmd.Kind = engine.KindHolder
-		if res, _ := s.apply(&cmd); res.Status == parse.StatusOK {
+		if res, _ := s.applyForeign(cmd); res.Status == parse.StatusOK {
 			return parse.AppendGodistlockLock(out, r.Nonce, res.Token.Fence), false
 		}
 		return parse.AppendGodistlockNo(out, r.Nonce), false
 	case parse.GodistlockStats:
-		held, waiting := h.eng.LockCounts()
+		e := h.Engine()
+		held, waiting := e.LockCounts()
 		out = parse.AppendGodistlockStat(out, r.Nonce, "connections", int64(h.Connections()))
 		out = parse.AppendGodistlockStat(out, r.Nonce, "locks", int64(held))
 		out = parse.AppendGodistlockStat(out, r.Nonce, "waiters", int64(waiting))
-		out = parse.AppendGodistlockStat(out, r.Nonce, "keys", int64(h.eng.Keys()))
+		out = parse.AppendGodistlockStat(out, r.Nonce, "keys", int64(e.Keys()))
 		return parse.AppendGodistlockStatsEnd(out, r.Nonce), false
 	}
 	panic("session: no handler for godistlock op " + r.Op.String())
@@ -200,4 +203,14 @@ func (g *godistlock) deliver(s *Session, r engine.Result) {
 	}
 	s.write(parse.AppendGodistlockErr(sc.Out[:0], nonce, reason))
 	s.t.Close()
+}
+
+// applyForeign runs a godistlock command. Its answer is now, or, for an
+// ON that waits (Blocked), a delivery matched by its tag (g.parked): the
+// codec keeps its own order, since the protocol answers by nonce. The
+// log has no vocabulary for these commands, so the listener is not
+// served on a cluster member, whose applier refuses them.
+func (s *Session) applyForeign(c *engine.Command) (engine.Result, int) {
+	r, n, _ := s.hub.app.apply(c, &s.t.Scratch().Fx)
+	return r, n
 }

@@ -34,7 +34,9 @@ type Config struct {
 // Hub is the sessions of one engine: it opens them and routes the engine's
 // effects to them.
 type Hub struct {
-	cfg      Config
+	cfg Config
+	// eng is a single node's engine (nil on a cluster member), whose
+	// timers and GC the hub's housekeeping drives.
 	eng      *engine.Engine
 	clock    timerwheel.Clock
 	gate     *authGate
@@ -44,12 +46,12 @@ type Hub struct {
 	wtMs     int64        // write timeout in ms, 0 = off
 	routes   [routeShards]routeShard
 	counters counterSet
+	// app runs the sessions' commands: on eng (local.go), or through a
+	// cluster's log (replicated.go), whose connections conn numbers.
+	app  applier
+	conn atomic.Uint32
 	// housekeeping is set by NewServerHub (core.go).
 	housekeeping *housekeeping
-	// replica, in cluster mode, runs the engine commands instead of eng
-	// (cluster.go); conn numbers its sessions.
-	replica Replica
-	conn    atomic.Uint32
 }
 
 // routeShards spreads the session index over mutexes: a fan-out looks up
@@ -65,6 +67,14 @@ type routeShard struct {
 
 // NewHub returns the hub of the sessions of e, reading time from clock.
 func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
+	h := newHub(cfg, clock)
+	h.eng = e
+	h.app = &local{hub: h, eng: e}
+	return h
+}
+
+// newHub returns a hub with no applier yet.
+func newHub(cfg Config, clock timerwheel.Clock) *Hub {
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = 23 * time.Second
 	}
@@ -78,7 +88,7 @@ func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
 		cfg.Version = "dev"
 	}
 	h := &Hub{
-		cfg: cfg, eng: e, clock: clock, gate: newAuthGate(),
+		cfg: cfg, clock: clock, gate: newAuthGate(),
 		rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(),
 	}
 	for i := range h.routes {
@@ -88,13 +98,9 @@ func NewHub(cfg Config, e *engine.Engine, clock timerwheel.Clock) *Hub {
 	return h
 }
 
-// Engine returns the hub's engine.
-func (h *Hub) Engine() *engine.Engine {
-	if h.replica != nil {
-		return h.replica.Engine()
-	}
-	return h.eng
-}
+// Engine returns the hub's engine: a single node's, or a cluster
+// member's replica (nil before the cluster's first entry), for reads.
+func (h *Hub) Engine() *engine.Engine { return h.app.engine() }
 
 // Clock returns the hub's clock.
 func (h *Hub) Clock() timerwheel.Clock { return h.clock }
@@ -111,7 +117,7 @@ const (
 // transport's goroutine.
 func (h *Hub) Open(t Transport, p Protocol) *Session {
 	now := h.clock.Now()
-	id := h.openID(now)
+	id := h.app.open(now)
 	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == ""}
 	if p == Godistlock {
 		s.codec = newGodistlock()
@@ -209,12 +215,7 @@ func (h *Hub) Route(fx *engine.Effects) (receivers int) {
 // close; v1 sessions go on being served. Safe from any goroutine.
 func (h *Hub) Drain() {
 	h.draining.Store(true)
-	if h.replica != nil {
-		return // a cluster node hands leadership over instead (cmd/dflockd)
-	}
-	var fx engine.Effects
-	h.eng.Apply(&engine.Command{Kind: engine.KindDrain, At: h.clock.Now()}, &fx)
-	h.Route(&fx)
+	h.app.drain(h.clock.Now())
 }
 
 // Draining reports whether a drain has started.
@@ -240,77 +241,3 @@ func (h *Hub) Advance(i int, fx *engine.Effects) (timerwheel.Tick, bool) {
 }
 
 func pushLen(p *engine.Push) int { return parse.PushLen(p.Kind, p.A, p.B) }
-
-// An Endpoint is an engine session that is not a protocol session over a
-// byte stream: an HTTP session, which calls the engine directly. The hub
-// hands it the results addressed to it (the late reply of a parked
-// request: a grant, a timeout, an error) through Post, from any
-// goroutine, without blocking. Endpoints never register for pushes. On a
-// cluster hub every result comes through Post (endpoint_cluster.go), and
-// so does a demotion's error_not_leader, whether or not a request of the
-// endpoint is in flight.
-type Endpoint interface {
-	Post(r engine.Result)
-}
-
-// OpenEndpoint opens an engine session for e: it has a connection id in
-// the same space as the protocol sessions', queues in the same FIFOs, and
-// counts in stats' connections.
-func (h *Hub) OpenEndpoint(e Endpoint) engine.SessionID {
-	id := h.openID(h.clock.Now()) // in cluster mode, a connection number (endpoint_cluster.go)
-	rs := h.routeShard(id)
-	rs.mu.Lock()
-	rs.ep[id] = e
-	rs.mu.Unlock()
-	h.conns.Add(1)
-	return id
-}
-
-// CloseEndpoint ends an endpoint's engine session with the disconnect
-// cleanup of spec §D.4 (its holds released, its waits cancelled as
-// --auto-release-on-disconnect says) and routes what that did.
-func (h *Hub) CloseEndpoint(id engine.SessionID) {
-	rs := h.routeShard(id)
-	rs.mu.Lock()
-	_, ok := rs.ep[id]
-	delete(rs.ep, id)
-	rs.mu.Unlock()
-	if !ok {
-		return
-	}
-	h.conns.Add(-1)
-	if h.replica != nil {
-		h.replica.Close(uint32(id)) // through the log, as a connection's close
-		return
-	}
-	var fx engine.Effects
-	h.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: id, At: h.clock.Now()}, &fx)
-	h.Route(&fx)
-}
-
-// endpoint returns the open endpoint id names, or nil.
-func (h *Hub) endpoint(id engine.SessionID) Endpoint {
-	rs := h.routeShard(id)
-	rs.mu.RLock()
-	e := rs.ep[id]
-	rs.mu.RUnlock()
-	return e
-}
-
-// Apply runs a command for an endpoint (or any caller outside a protocol
-// session) at the hub clock's time and routes its effects; safe from any
-// goroutine. A Blocked result is answered later through the endpoint's
-// Post.
-func (h *Hub) Apply(c *engine.Command) engine.Result {
-	c.At = h.clock.Now()
-	fx := effectsPool.Get().(*engine.Effects)
-	r := h.eng.Apply(c, fx)
-	h.Route(fx)
-	fx.Reset()
-	if cap(fx.List) <= keepFx {
-		effectsPool.Put(fx)
-	}
-	return r
-}
-
-var effectsPool = sync.Pool{New: func() any { return new(engine.Effects) }}

@@ -22,8 +22,8 @@ type Session struct {
 	codec codec
 
 	authed bool
-	// blocked: a request is parked in the engine (or an auth waits for
-	// its turn); input is left unparsed until its one delivery arrives.
+	// blocked: input is left unparsed until what is owed arrives (a
+	// request that waits, a pipeline at maxOwed) or an auth's turn comes.
 	blocked bool
 	// discarding: an over-long line is being drained up to its LF, after
 	// which the session answers and closes (spec §A.5 code 12).
@@ -56,13 +56,12 @@ type Session struct {
 	paused       bool
 	pauseRecheck int64 // ms between drain checks while paused
 	readOff      bool  // v1: reading stopped while a request waits (v1.go)
-	// awaiting counts, in cluster mode, the requests this session put in
-	// the log whose replies have not come back (cluster.go); retry is
-	// set by exec for a frame that must wait for them.
-	awaiting int
-	retry    bool
-	// peerGone: the peer's input ended while requests were in the log;
-	// the session waits for their replies, then closes (PeerClosed).
+	// owed counts the answers the applier owes this session (owed.go);
+	// retry is set by exec for a frame that must wait for them.
+	owed  int
+	retry bool
+	// peerGone: the peer's input ended while answers were owed; the
+	// session waits for them, then closes (PeerClosed).
 	peerGone bool
 	// backlog tracks unread pushes (pushes.go).
 	backlog pushBacklog
@@ -175,16 +174,11 @@ func (s *Session) Closed() {
 		return
 	}
 	s.closed = true
-	if r := s.hub.replica; r != nil {
-		if !s.peerGone { // else proposed already
-			r.Close(uint32(s.id))
-		}
-		s.hub.forget(s)
-		return
-	}
 	sc := s.t.Scratch()
 	sc.Fx.Reset()
-	s.hub.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: s.id, At: s.hub.clock.Now()}, &sc.Fx)
+	if !s.peerGone { // else closed already (PeerClosed)
+		s.hub.app.close(s.id, s.hub.clock.Now(), &sc.Fx)
+	}
 	s.hub.forget(s)
 	s.hub.Route(&sc.Fx)
 	sc.Fx.Reset()
@@ -263,19 +257,4 @@ func (s *Session) noteProgress(partial []byte, frames int, now timerwheel.Instan
 		s.deadline = now.After(s.hub.rtMs)
 	}
 	s.partialLines = lines
-}
-
-// apply runs a command of this session and routes its effects; it returns
-// the command's result and, for a signal, the receivers its pushes
-// reached. A cluster hub has no engine of its own: its dflockd sessions
-// submit to the log (cluster.go), and no other codec serves on it.
-func (s *Session) apply(c *engine.Command) (engine.Result, int) {
-	sc := s.t.Scratch()
-	r := s.hub.eng.Apply(c, &sc.Fx)
-	n := 0
-	if len(sc.Fx.List) > 0 {
-		n = s.hub.Route(&sc.Fx)
-		sc.Fx.Reset()
-	}
-	return r, n
 }

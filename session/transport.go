@@ -52,6 +52,10 @@ type Scratch struct {
 	Out  []byte         // replies of one read, written at once
 	Args []byte         // the arguments of commands, copied out of the read buffer
 	Fx   engine.Effects // effects of one command, routed at once
+	// Cmd is the command being applied: in the scratch, not on the
+	// stack, since the applier is an interface and what goes through one
+	// by pointer would be moved to the heap for every request.
+	Cmd engine.Command
 	// Counters, if set, counts this goroutine's requests for /metrics
 	// (counters.go).
 	Counters *Counters

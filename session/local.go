@@ -1,0 +1,63 @@
+package session
+
+import (
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// local is a single node's applier: commands run on the hub's engine, on
+// the caller's goroutine, and their effects are routed at once. Only a
+// request that waits (a lock wait, a blocking pop, a barrier) is owed its
+// answer, which the engine delivers as an effect when the wait ends.
+type local struct {
+	hub *Hub
+	eng *engine.Engine
+}
+
+func (l *local) open(now timerwheel.Instant) engine.SessionID {
+	var fx engine.Effects
+	return l.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
+}
+
+func (l *local) apply(c *engine.Command, fx *engine.Effects) (engine.Result, int, bool) {
+	if c.Kind == engine.KindRequest {
+		switch c.Req.Op {
+		case parse.OpBarrier, parse.OpStableRef:
+			// A single node is always caught up, and keeps nothing for a
+			// stable-ref: its connection's claims end with it.
+			return engine.Result{Status: parse.StatusOK}, 0, true
+		}
+	}
+	r := l.eng.Apply(c, fx)
+	n := 0
+	if len(fx.List) > 0 {
+		n = l.hub.Route(fx)
+		fx.Reset()
+	}
+	return r, n, !r.Blocked
+}
+
+func (l *local) close(id engine.SessionID, at timerwheel.Instant, fx *engine.Effects) {
+	l.eng.Apply(&engine.Command{Kind: engine.KindClose, Session: id, At: at}, fx)
+}
+
+func (l *local) drain(at timerwheel.Instant) {
+	var fx engine.Effects
+	l.eng.Apply(&engine.Command{Kind: engine.KindDrain, At: at}, &fx)
+	l.hub.Route(&fx)
+}
+
+func (*local) pipelined() bool { return false }
+
+func (l *local) engine() *engine.Engine { return l.eng }
+
+func (l *local) stats(all bool, now timerwheel.Instant, conns int) *parse.Stats {
+	if all {
+		return l.eng.Stats(now, conns)
+	}
+	return l.eng.LockStats(now, conns)
+}
+
+func (*local) leading() bool      { return true }
+func (*local) leaderAddr() string { return "" }

@@ -1,0 +1,136 @@
+package session
+
+import (
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+// Answers owed. A session hands each request to the hub's applier and
+// gets its answer now, or is owed it; owed answers come back through the
+// transport's Post in the order of the requests, and s.owed counts them.
+// A frame the session would answer itself (ping, stats, a refusal) must
+// not overtake them: it is parsed again once they are written (retry).
+// How far a session parses ahead of what it is owed is the applier's
+// (applier.pipelined): not at all on a single node, where a request that
+// waits holds back the rest as dflockd's connection reader does (spec
+// §A.6); up to maxOwed on a cluster member, whose log keeps each
+// connection's requests in order.
+
+// applyRequest runs a request for exec: its answer now (done), or one
+// more owed, after which parsing stops where the applier says.
+func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool) {
+	sc := s.t.Scratch()
+	r, receivers, done := s.hub.app.apply(cmd, &sc.Fx)
+	if !done {
+		s.owed++
+		switch {
+		case !s.hub.app.pipelined():
+			s.blocked = true
+			if !readsWhileBlocked(s.hub.cfg.Profile) {
+				s.pauseWhileBlocked()
+			}
+		case s.owed >= maxOwed:
+			s.blocked = true
+		}
+		return r, false
+	}
+	if s.owed > 0 {
+		// Answered here (error_not_leader: the member stopped leading),
+		// it would overtake what is owed: it runs again after that.
+		s.retry = true
+		return r, false
+	}
+	if r.Kind == engine.KindReceivers {
+		r.Kind, r.Int = engine.KindInt, int64(receivers)
+	}
+	return r, true
+}
+
+// answeredHere reports whether exec answers a parsed frame itself rather
+// than through the applier: only requests that go to the applier may be
+// parsed while answers are owed, since theirs come back in order after
+// them.
+func (s *Session) answeredHere(req *parse.Request, err error) bool {
+	if err != nil || !s.authed || (s.hub.draining.Load() && s.hub.cfg.Profile != parse.ProfileV1) {
+		return true
+	}
+	switch req.Op {
+	case parse.OpPing, parse.OpAuth, parse.OpStats, parse.OpStableRef:
+		// stable-ref marks the session before it is applied: it must not
+		// be parsed twice (a retry).
+		return true
+	}
+	return false
+}
+
+// floodedWhileOwed decides about input that piles up unparsed while
+// answers are owed, and reports whether the connection must close. A
+// single node's session waits on one request and follows dflockd: a
+// connection whose read buffer fills behind a waiting request is closed
+// (spec §A.6, maxBlockedInput). A pipelining session is owed answers for
+// requests still in flight, not waiting ones: it stops reading once
+// maxPausedInput is unparsed, and flow control holds the peer back.
+func (s *Session) floodedWhileOwed(unparsed int) bool {
+	if !s.hub.app.pipelined() {
+		return unparsed >= s.maxBlockedInput()
+	}
+	if unparsed >= maxPausedInput && !s.readOff {
+		s.pauseWhileBlocked()
+	}
+	return false
+}
+
+// deliverOwed writes the oldest owed answer, or, for a demotion's
+// error_not_leader, answers everything owed with it (nothing before it
+// will come any more); parsing resumes once nothing is owed.
+func (s *Session) deliverOwed(r engine.Result, encode func(out []byte, r *engine.Result) []byte) {
+	if r.Kind == engine.KindGone {
+		if s.peerGone {
+			s.t.Close() // after what is queued
+		}
+		return
+	}
+	if s.owed == 0 {
+		return // a demotion notice for a session owed nothing
+	}
+	n := 1
+	if r.Status == parse.StatusErrorNotLeader {
+		n = s.owed // the engine never answers that: a demotion
+	}
+	s.flushPushes()
+	sc := s.t.Scratch()
+	out := sc.Out[:0]
+	for range n {
+		s.countReply(r.Status)
+		out = encode(out, &r)
+	}
+	s.write(out)
+	sc.Out = out[:0]
+	s.owed -= n
+	switch {
+	case s.owed == 0 && s.peerGone:
+		s.t.Close() // all answered (a demotion); nobody reads on
+	case s.owed == 0 && s.blocked:
+		s.unblock(s.hub.clock.Now())
+	}
+}
+
+// PeerClosed is called by a transport that read the end of its peer's
+// input (EOF, or the socket failed): it reports whether the transport
+// must keep the connection open for writing instead of closing it. A
+// pipelining session owed answers does: it closes its session at once,
+// behind its requests, so that they are answered first (a client that
+// half-closes after its requests, nc -N, gets its replies) while a wait
+// among them is withdrawn by the close, as a single node withdraws the
+// wait of a client that went away. The close's answer (KindGone) ends
+// it, as does a demotion, which answers everything. A single node's
+// session owes only the answer of a request that waits, which the close
+// withdraws: the transport closes at once.
+func (s *Session) PeerClosed() bool {
+	if !s.hub.app.pipelined() || s.owed == 0 || s.closed || s.peerGone {
+		return false
+	}
+	s.peerGone = true
+	s.hub.app.close(s.id, s.hub.clock.Now(), &s.t.Scratch().Fx)
+	return true
+}
