@@ -15,8 +15,16 @@ import (
 // node answers itself (ping, stats) in their place; requests sent behind
 // one that waits run only after it, even though they reached the log
 // first; a client that half-closes after its requests gets every reply.
+// Over both transports: the gnet loops learn of a half-close while reading
+// is paused from their peer watch, netconn by reading on.
 func TestClusterPipelining(t *testing.T) {
-	ss := startServersWith(t, 3, steadyRaft)
+	for _, tr := range []transport{overLoops, overNetconn} {
+		t.Run(tr.String(), func(t *testing.T) { testClusterPipelining(t, tr) })
+	}
+}
+
+func testClusterPipelining(t *testing.T, tr transport) {
+	ss := startServersOver(t, 3, steadyRaft, tr)
 	l := leaderOf(t, ss, nil)
 
 	a := dial(t, l)

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/cluster"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -32,13 +34,55 @@ type server struct {
 	addr  raft.ServerAddress
 	trans *raft.InmemTransport
 	node  *cluster.Node
-	srv   *netconn.Server
 	ln    net.Listener
+}
+
+// transport is what serves the members' clients: the gnet loops, as
+// cmd/dflockd serves plain TCP, or netconn, as it serves TLS.
+type transport int
+
+const (
+	overLoops transport = iota
+	overNetconn
+)
+
+func (tr transport) String() string { return [...]string{"loops", "netconn"}[tr] }
+
+// serve serves ln's clients on hub until the test ends; stop runs before
+// the member's node shuts down.
+func (tr transport) serve(t *testing.T, hub *session.Hub, ln net.Listener) (stop func()) {
+	served := make(chan error, 1)
+	var shut func()
+	if tr == overNetconn {
+		srv := netconn.New(hub, netconn.Config{})
+		go func() { served <- srv.Serve(ln, session.Dflockd) }()
+		shut = func() { _ = srv.Close() }
+	} else {
+		srv := loop.New(loop.Config{Hub: hub, Listeners: []net.Listener{ln}, Loops: 2}, hub.Clock())
+		go func() { served <- srv.Serve() }()
+		shut = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx) // closes the clients still open after the second
+		}
+	}
+	return func() {
+		shut()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}
 }
 
 type replica struct{ *cluster.Node }
 
 func startServers(t *testing.T, n int) []*server { return startServersWith(t, n, nil) }
+
+// startServersWith starts n members, each configured by set if not nil,
+// their clients served by the gnet loops.
+func startServersWith(t *testing.T, n int, set func(*cluster.Config)) []*server {
+	return startServersOver(t, n, set, overLoops)
+}
 
 // steadyRaft lengthens the members' raft timeouts from startServersWith's
 // 100 ms to 500 ms: a loaded machine (the race detector, two shared
@@ -50,8 +94,9 @@ func steadyRaft(c *cluster.Config) {
 	c.Raft.LeaderLeaseTimeout = 250 * time.Millisecond
 }
 
-// startServersWith starts n members, each configured by set if not nil.
-func startServersWith(t *testing.T, n int, set func(*cluster.Config)) []*server {
+// startServersOver starts n members, each configured by set if not nil,
+// their clients served over tr.
+func startServersOver(t *testing.T, n int, set func(*cluster.Config), tr transport) []*server {
 	t.Helper()
 	var ss []*server
 	addrs := map[raft.ServerID]string{}
@@ -99,17 +144,11 @@ func startServersWith(t *testing.T, n int, set func(*cluster.Config)) []*server 
 		}
 		r.Node = node
 		s.node = node
-		s.srv = netconn.New(hub, netconn.Config{})
-		served := make(chan error, 1)
-		go func() { served <- s.srv.Serve(s.ln, session.Dflockd) }()
-		// Registered before anything can fail: Serve's goroutine has
-		// returned (a Close before it starts makes it return at once)
+		stop := tr.serve(t, hub, s.ln)
+		// Registered before anything can fail: serving has stopped
 		// before the node its hub replicates through shuts down.
 		t.Cleanup(func() {
-			_ = s.srv.Close()
-			if err := <-served; err != nil {
-				t.Errorf("%s: Serve: %v", s.id, err)
-			}
+			stop()
 			_ = node.Shutdown()
 		})
 		if err := node.Bootstrap(peers); err != nil {

@@ -119,8 +119,16 @@ func (s *Server) acceptLoop(e gnet.Engine, l *fdguard.Listener, proto session.Pr
 			}
 			return fmt.Errorf("loop: accept on %s: %w", l.Addr(), err)
 		}
-		ctx := gnet.NewNetConnContext(context.Background(), c)
-		ctx = gnet.NewContext(ctx, proto)
+		// gnet serves a duplicate of the socket (and closes c): a
+		// wrapper a listener returns (cmd/dflockd's forwarder admits
+		// with one) is unwrapped for it, and closed when the
+		// connection ends, which runs what its Close adds.
+		inner := c
+		if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+			inner = w.NetConn()
+		}
+		ctx := gnet.NewNetConnContext(context.Background(), inner)
+		ctx = gnet.NewContext(ctx, accepted{proto: proto, raw: c, wrapped: inner != c})
 		s.ln.register.Lock()
 		res, err := e.Register(ctx)
 		s.ln.register.Unlock()
@@ -132,6 +140,9 @@ func (s *Server) acceptLoop(e gnet.Engine, l *fdguard.Listener, proto session.Pr
 			// Register dups the socket: that can still fail for want of a
 			// descriptor, and then the connection is closed (a refusal).
 			r := <-res
+			if r.Err != nil && inner != c {
+				_ = c.Close() // gnet closed the socket; the wrapper's part is ours
+			}
 			switch {
 			case r.Err == nil:
 				l.Served()

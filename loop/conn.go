@@ -20,6 +20,11 @@ type conn struct {
 	lp     *loopState
 	sess   *session.Session
 	closed bool
+	watch  uint32 // the peer watch's number for it while paused, or 0
+	// raw is the connection as the listener returned it (closed since:
+	// gnet serves a duplicate), which Hangup's callers know it by.
+	raw     net.Conn
+	wrapped bool // raw wraps the socket: OnClose closes it
 }
 
 func (cs *conn) Write(b []byte) { _, _ = cs.c.Write(b) }
@@ -33,9 +38,24 @@ func (cs *conn) Wake() { _ = cs.c.Wake(nil) }
 // Yield: pushes for this loop's connections are piling up in its inbox.
 func (cs *conn) Yield() bool { return cs.lp.pushBytes.Load() >= session.PushBudget }
 
-func (cs *conn) PauseRead() bool { return cs.lp.pauser.pause(cs.c.Fd()) }
+// PauseRead stops reading the socket, and watches it for the peer's going
+// meanwhile (peerwatch_linux.go).
+func (cs *conn) PauseRead() bool {
+	if !cs.lp.pauser.pause(cs.c.Fd()) {
+		return false
+	}
+	cs.lp.srv.watch.add(cs)
+	return true
+}
 
-func (cs *conn) ResumeRead() { cs.lp.pauser.resume(cs.c.Fd(), cs.c.OutboundBuffered() > 0) }
+func (cs *conn) ResumeRead() {
+	cs.lp.srv.watch.remove(cs)
+	cs.lp.pauser.resume(cs.c.Fd(), cs.c.OutboundBuffered() > 0)
+}
+
+// HalfOpen: gnet closes a connection on EOF; a half-close seen while
+// reading is paused comes through the loop's peer watch (peerwatch.go).
+func (cs *conn) HalfOpen() bool { return false }
 
 func (cs *conn) RemoteAddr() net.Addr { return cs.c.RemoteAddr() }
 

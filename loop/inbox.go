@@ -17,11 +17,18 @@ type deliveryKind uint8
 const (
 	deliverResult   deliveryKind = iota // write the result and unblock
 	deliverDeadline                     // the read deadline may have passed
+	// deliverPeerClosed: the peer of a paused connection went
+	// (peerwatch_linux.go); watch is the registration that saw it.
+	deliverPeerClosed
+	// deliverHangup closes the connection after what was queued before
+	// (Server.Hangup).
+	deliverHangup
 )
 
 type delivery struct {
 	cs     *conn
 	kind   deliveryKind
+	watch  uint32
 	result engine.Result
 }
 
@@ -140,6 +147,19 @@ func (lp *loopState) apply(items []delivery) {
 			}
 		case deliverDeadline:
 			d.cs.sess.Timer()
+		case deliverPeerClosed:
+			// A report for an earlier pause is stale: a new watch
+			// reports the same going again if it is still true.
+			// Reading stays paused: the session closes the connection
+			// once its answers are written, or, if it owes none, sees
+			// the EOF when it reads again.
+			if !d.cs.closed && d.watch == d.cs.watch {
+				d.cs.sess.PeerClosed()
+			}
+		case deliverHangup:
+			if !d.cs.closed {
+				d.cs.Close()
+			}
 		}
 		*d = delivery{}
 	}

@@ -85,6 +85,8 @@ type Server struct {
 	hub    *session.Hub
 	clock  timerwheel.Clock
 	timers *timerwheel.Driver // drives every loop's session timers
+	watch  *peerWatch         // paused sockets' peers (peerwatch_linux.go); nil: none
+	open   openConns          // for Hangup
 	// ownHub: the server built its hub and runs its housekeeping.
 	ownHub bool
 
@@ -152,6 +154,8 @@ func (s *Server) Serve() error {
 	s.timers = timerwheel.NewDriver(s.clock, targets)
 	s.timers.Start()
 	defer s.timers.Stop()
+	s.watch = newPeerWatch()
+	defer s.watch.stop()
 	if s.ownHub {
 		s.hub.Start()
 		defer s.hub.Stop()
@@ -247,22 +251,29 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 // --max-connections or --max-connections-per-ip, or draining (spec §D.1,
 // §I.31).
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	proto, ok := c.Context().(session.Protocol) // set by acceptLoop
+	acc, ok := c.Context().(accepted) // set by acceptLoop
 	if !ok {
 		return nil, gnet.Close // not from our listeners: the hidden one
 	}
-	if s.hub.Draining() {
+	refuse := func() ([]byte, gnet.Action) {
+		if acc.wrapped {
+			_ = acc.raw.Close()
+		}
 		return nil, gnet.Close
+	}
+	if s.hub.Draining() {
+		return refuse()
 	}
 	if !s.cfg.Limiter.Admit(c.RemoteAddr()) {
 		s.cfg.Events.Warn("connection refused: --max-connections or --max-connections-per-ip reached",
 			"remote", c.RemoteAddr().String())
-		return nil, gnet.Close
+		return refuse()
 	}
 	s.conns.Add(1)
-	cs := &conn{c: c, lp: s.loopFor(c)}
+	cs := &conn{c: c, lp: s.loopFor(c), raw: acc.raw, wrapped: acc.wrapped}
 	c.SetContext(cs)
-	cs.sess = s.hub.Open(cs, proto)
+	s.open.add(cs)
+	cs.sess = s.hub.Open(cs, acc.proto)
 	return nil, gnet.None
 }
 
@@ -274,11 +285,16 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	c.SetContext(nil)
 	cs.closed = true
+	s.open.remove(cs)
+	s.watch.closed(cs)
 	cs.lp.rt.stop(cs)
 	cs.sess.Closed()
 	cs.lp.scratch.Trim()
 	s.conns.Add(-1)
 	s.cfg.Limiter.Release(c.RemoteAddr())
+	if cs.wrapped {
+		_ = cs.raw.Close() // what the wrapper's Close adds (its socket is closed)
+	}
 	return gnet.None
 }
 

@@ -601,3 +601,5 @@ func TestSessionReplyBudgetResumes(t *testing.T) {
 		t.Fatalf("wakes=%d buffered=%d", c.wakes, c.InboundBuffered())
 	}
 }
+
+func (c *fakeConn) HalfOpen() bool { return false }

@@ -144,3 +144,5 @@ func (c *loopConn) Post(r engine.Result) {
 		}
 	}
 }
+
+func (c *loopConn) HalfOpen() bool { return false }

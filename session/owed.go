@@ -32,6 +32,12 @@ func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool)
 		case s.owed >= maxOwed:
 			s.blocked = true
 		}
+		if s.hub.app.pipelined() && !s.readOff && !s.t.HalfOpen() {
+			// A peer's EOF would close the connection before the
+			// answers owed are written: read nothing more until they
+			// are (PeerClosed reports a half-close meanwhile).
+			s.pauseWhileBlocked()
+		}
 		return r, false
 	}
 	if s.owed > 0 {
@@ -112,6 +118,8 @@ func (s *Session) deliverOwed(r engine.Result, encode func(out []byte, r *engine
 		s.t.Close() // all answered (a demotion); nobody reads on
 	case s.owed == 0 && s.blocked:
 		s.unblock(s.hub.clock.Now())
+	case s.owed == 0:
+		s.resumeAfterBlocked() // if it stopped reading (applyRequest)
 	}
 }
 

@@ -1,8 +1,9 @@
 package main
 
 // Cluster mode (spec §G): with --raft-dir the server is one member of a
-// raft cluster (package cluster). Its client listener is served by
-// package netconn over a cluster hub: every request but stats goes
+// raft cluster (package cluster). Its client listener is served by the
+// gnet loops (package loop; netconn with TLS) over a cluster hub: every
+// request but stats goes
 // through the replicated log, a follower answers error_not_leader
 // <leader's client address>, and a leader that stops leading answers the
 // requests it had in flight the same way.
@@ -26,6 +27,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/cluster"
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
@@ -203,7 +205,8 @@ type clusterServer struct {
 	node     *cluster.Node
 	storage  *cluster.Storage
 	hub      *session.Hub
-	srv      *netconn.Server
+	srv      clientServer
+	serve    func() error // srv's Serve
 	client   net.Listener
 	fw       *forwarder // --cluster-forward; nil without
 	shutdown time.Duration
@@ -262,7 +265,8 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		addrs[raft.ServerID(c.NodeID)] = c.AdvertiseAddr
 	}
 	r := &replica{}
-	hub := session.NewClusterHub(scfg, r, timerwheel.NewMonoClock())
+	clock := timerwheel.NewMonoClock()
+	hub := session.NewClusterHub(scfg, r, clock)
 	var out cluster.Output = hub
 	var fw *forwarder
 	if c.Forward {
@@ -292,21 +296,41 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 			return nil, fmt.Errorf("--cluster-bootstrap: %w", err)
 		}
 	}
+	// Plain TCP clients are served by the gnet loops, as on a single
+	// node; TLS ones by netconn.
+	var srv clientServer
+	var serve func() error
 	if certs != nil {
 		ncfg.TLS = certs.Config()
 		ncfg.HandshakeTimeout = cfg.ReadTimeout
+		ns := netconn.New(hub, ncfg)
+		srv, serve = ns, func() error { return ns.Serve(client, session.Dflockd) }
+	} else {
+		gs := loop.New(loop.Config{Loops: cfg.Loops, Limiter: ncfg.Limiter, Events: ncfg.Events,
+			ShutdownTimeout: cfg.ShutdownTimeout, Logf: ncfg.Logf, Listeners: []net.Listener{client},
+			Guard: guard, Count: ncfg.Count, Hub: hub}, clock)
+		srv, serve = gs, gs.Serve
 	}
-	srv := netconn.New(hub, ncfg)
 	if fw != nil {
-		fw.srv.Store(srv)
+		fw.srv.Store(&srv)
 	}
-	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv,
+	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve,
 		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
+}
+
+// clientServer is what serves a member's clients: a loop.Server (plain
+// TCP) or a netconn.Server (TLS).
+type clientServer interface {
+	Connections() int
+	Shutdown(ctx context.Context) error
+	// Hangup closes the connections match approves once what was
+	// posted to them is written (forward.go).
+	Hangup(match func(net.Conn) bool) int
 }
 
 // Serve serves clients until Shutdown.
 func (s *clusterServer) Serve() error {
-	if err := s.srv.Serve(s.client, session.Dflockd); err != nil {
+	if err := s.serve(); err != nil { // the loops' returns at Shutdown, netconn's at once
 		return err
 	}
 	<-s.shut

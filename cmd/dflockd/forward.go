@@ -109,7 +109,7 @@ type forwardConfig struct {
 // --cluster-forward and relays or serves each.
 type forwarder struct {
 	cfg forwardConfig
-	srv atomic.Pointer[netconn.Server] // for Hangup; set once made
+	srv atomic.Pointer[clientServer] // for Hangup; set once made
 
 	local  chan net.Conn // to the netconn server, through localListener
 	kick   chan struct{}
@@ -300,6 +300,10 @@ type admitted struct {
 	f    *forwarder
 	once sync.Once
 }
+
+// NetConn is the admitted socket, which the gnet loops serve a duplicate
+// of; they Close a when the connection ends.
+func (a *admitted) NetConn() net.Conn { return a.Conn }
 
 func (a *admitted) Close() error {
 	err := a.Conn.Close()
@@ -577,7 +581,7 @@ func (f *forwarder) check() {
 		r.close()
 	}
 	if srv := f.srv.Load(); srv != nil && strays != nil {
-		srv.Hangup(func(c net.Conn) bool { return strays[c] })
+		(*srv).Hangup(func(c net.Conn) bool { return strays[c] })
 	}
 }
 
@@ -587,7 +591,7 @@ func (f *forwarder) check() {
 // relays them to the new leader.
 func (f *forwarder) deposed() {
 	if srv := f.srv.Load(); srv != nil {
-		if n := srv.Hangup(nil); n > 0 {
+		if n := (*srv).Hangup(nil); n > 0 {
 			f.cfg.Log.Info("no longer the leader: closing client connections after their replies (--cluster-forward)",
 				"connections", n)
 		}

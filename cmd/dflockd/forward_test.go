@@ -148,7 +148,8 @@ func startForwarder(t *testing.T, lim *conncap.Limiter, wait time.Duration, st l
 		Listener: ln, Limiter: lim, Wait: wait, WriteTimeout: 5 * time.Second})
 	hub := session.NewServerHub(session.Config{}, engine.Config{}, timerwheel.NewMonoClock(), time.Hour)
 	h.srv = netconn.New(hub, netconn.Config{QuietInterval: -1})
-	h.f.srv.Store(h.srv)
+	var cs clientServer = h.srv
+	h.f.srv.Store(&cs)
 	served := make(chan error, 1)
 	go func() { served <- h.srv.Serve(h.f.listener(), session.Dflockd) }()
 	t.Cleanup(func() {
