@@ -30,6 +30,7 @@ import (
 	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/relay"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/tlscert"
@@ -43,7 +44,7 @@ type ClusterConfig struct {
 	Peers         string        // --cluster-peers
 	AdvertiseAddr string        // --advertise-addr: this node's client address
 	Bootstrap     bool          // --cluster-bootstrap
-	Forward       bool          // --cluster-forward: followers relay client connections to the leader (forward.go)
+	Forward       bool          // --cluster-forward: followers relay client connections to the leader (package relay, forward.go)
 	OrphanTTL     time.Duration // --orphan-ttl: stable-ref orphans kept this long (0: off)
 	RaftToken     string        // --raft-auth-token, or the content of RaftTokenFile
 	RaftTokenFile string        // --raft-auth-token-file
@@ -208,7 +209,7 @@ type clusterServer struct {
 	srv      clientServer
 	serve    func() error // srv's Serve
 	client   net.Listener
-	fw       *forwarder // --cluster-forward; nil without
+	fw       *relay.Relay // --cluster-forward; nil without
 	shutdown time.Duration
 	shut     chan struct{}
 }
@@ -268,7 +269,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	clock := timerwheel.NewMonoClock()
 	hub := session.NewClusterHub(scfg, r, clock)
 	var out cluster.Output = hub
-	var fw *forwarder
+	var fw *relay.Relay
 	if c.Forward {
 		fw, out, client = clusterForwarder(cfg, log, client, &ncfg, hub, r)
 	}
@@ -312,7 +313,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		srv, serve = gs, gs.Serve
 	}
 	if fw != nil {
-		fw.srv.Store(&srv)
+		fw.SetServer(srv)
 	}
 	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve,
 		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil

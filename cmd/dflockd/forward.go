@@ -1,636 +1,54 @@
 package main
 
-// --cluster-forward (issue #12): a cluster member that does not lead
-// relays the client connections it accepts to the leader, so that clients
-// which do not follow error_not_leader (dflockd's Python and TypeScript
-// clients, nc, a TCP load balancer in front of the members) work through
-// any member.
-//
-// The relay is per connection and byte for byte: the leader does auth,
-// limits, drain and every reply, as for a client of its own, and TLS is
-// relayed too (the client's TLS session is with the leader, so the
-// follower needs no certificate authority of the leader's). Who serves a
-// connection is decided when it is accepted (route):
-//   - this member leads: its own netconn server, as without the flag;
-//   - another member leads: a relay to that member's client address;
-//   - no leader is known, or this member was elected and is not ready
-//     yet: the connection waits (unread) up to forwardWait for that to
-//     change, then is served here as without the flag, answering
-//     error_not_leader; such a "stray" is hung up once a leader other
-//     than this member is known, so that its client comes back through
-//     the leader.
-//
-// Afterwards (supervise, on raft's leader observations and every
-// forwardPoll): a relay whose leader is no longer the one this member
-// knows is closed, as is a relay whose leader closes its end (it died, or
-// it was deposed and hung up): the client reconnects, through its load
-// balancer, to any member. A leader that is deposed hangs up on its own
-// clients once their waiting requests are answered error_not_leader
-// (forwardOutput.Demoted, netconn.Server.Hangup).
-//
-// Resources: every accepted connection is admitted here, once, under
-// --max-connections and --max-connections-per-ip, for as long as it is
-// relayed, waits or is served (netconn then has no limiter of its own):
-// relayed connections count on the member that relays them. A relay is
-// two goroutines with a relayBuf buffer each; both end when either side
-// closes, and Shutdown waits for relays up to --shutdown-timeout, then
-// closes them.
-//
-// Lock order: netconn.Server.mu, then forwarder.mu (netconn closes the
-// admitted connections and the local listener under its lock); nothing
-// calls into netconn while holding forwarder.mu.
+// --cluster-forward's wiring: the relay (package relay) over a member's
+// client listener, told of leadership by raft's observations, and of a
+// deposition by the cluster's output.
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"net"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/dflockd-ng/dflockd/cluster"
-	"github.com/dflockd-ng/dflockd/internal/conncap"
-	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/netconn"
+	"github.com/dflockd-ng/dflockd/relay"
 	"github.com/dflockd-ng/dflockd/session"
 )
-
-const (
-	// forwardWait bounds how long a connection accepted while no leader
-	// is known waits for one: a failover takes 1–3 s with the default
-	// 1 s raft timeouts, more on a loaded machine.
-	forwardWait = 5 * time.Second
-	// forwardDialTimeout bounds one connection attempt to the leader; a
-	// leader that just died is noticed by the election sooner.
-	forwardDialTimeout = 2 * time.Second
-	// forwardRetry is the pause after a failed dial before the next try
-	// (sooner if the leader changes).
-	forwardRetry = 250 * time.Millisecond
-	// forwardPoll: leadership is read this often besides raft's
-	// observations, since a promotion becoming ready is not one.
-	forwardPoll = 100 * time.Millisecond
-	// relayBuf is the buffer of each direction of a relay: requests and
-	// replies are lines of at most a few hundred bytes (a stats document
-	// or a list range, more), and an idle relay keeps both.
-	relayBuf = 4 << 10
-)
-
-// leaderState is what a member knows of the leadership.
-type leaderState struct {
-	id      string // the leader's node id; "" when unknown
-	addr    string // its client address
-	leading bool   // this member leads and its promotion is done
-}
-
-// forwardConfig configures a forwarder.
-type forwardConfig struct {
-	Self     string             // this member's node id
-	State    func() leaderState // any goroutine, quick
-	Listener net.Listener       // the client listener
-	Limiter  *conncap.Limiter   // --max-connections, --max-connections-per-ip; nil admits all
-	Draining func() bool        // the hub drains: accepted connections are closed at once
-	// WriteTimeout bounds a write to a relayed client that takes nothing
-	// (--write-timeout; 0: no bound), as the server bounds its replies.
-	WriteTimeout time.Duration
-	Log          *slog.Logger
-	Events       *ratelog.Logger // refused connections
-	// Watch, if set, calls kick on every leadership change until the
-	// stop function it returns is called.
-	Watch func(kick func()) (stop func())
-	// Wait bounds the wait for a leader (default forwardWait).
-	Wait time.Duration
-}
-
-// forwarder accepts the client connections of a member with
-// --cluster-forward and relays or serves each.
-type forwarder struct {
-	cfg forwardConfig
-	srv atomic.Pointer[clientServer] // for Hangup; set once made
-
-	local  chan net.Conn // to the netconn server, through localListener
-	kick   chan struct{}
-	quit   chan struct{} // closed by stop
-	ctx    context.Context
-	cancel context.CancelFunc
-	// failed is closed, with failErr set, when accepting fails for good.
-	failed  chan struct{}
-	failErr error
-
-	startOnce, stopOnce sync.Once
-	wg                  sync.WaitGroup // the accept loop, the supervisor, every accepted connection's route
-
-	mu struct {
-		sync.Mutex
-		closed  bool
-		unwatch func()
-		last    leaderState
-		changed chan struct{} // closed and replaced when last changes
-		relays  map[*relay]struct{}
-		// selfAddr is a leader client address found to lead back to this
-		// member (a misconfiguration): not dialled again until the
-		// leadership changes, so that no relay goes round.
-		selfAddr string
-		strays   map[*admitted]struct{}
-		allGone  chan struct{} // closed when the last relay ends after closed
-	}
-}
-
-func newForwarder(cfg forwardConfig) *forwarder {
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Draining == nil {
-		cfg.Draining = func() bool { return false }
-	}
-	if cfg.Wait <= 0 {
-		cfg.Wait = forwardWait
-	}
-	f := &forwarder{cfg: cfg, local: make(chan net.Conn), kick: make(chan struct{}, 1),
-		quit: make(chan struct{}), failed: make(chan struct{})}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
-	f.mu.changed = make(chan struct{})
-	f.mu.relays = make(map[*relay]struct{})
-	f.mu.strays = make(map[*admitted]struct{})
-	return f
-}
-
-// listener is what the netconn server serves: the connections the
-// forwarder keeps for this member. Its first Accept starts the forwarder;
-// its Close stops it accepting.
-func (f *forwarder) listener() net.Listener { return localListener{f} }
-
-type localListener struct{ f *forwarder }
-
-func (l localListener) Accept() (net.Conn, error) {
-	f := l.f
-	f.startOnce.Do(f.start)
-	select {
-	case c := <-f.local:
-		return c, nil
-	case <-f.failed:
-		return nil, f.failErr
-	case <-f.quit:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close is called by the netconn server under its lock: it does not wait.
-func (l localListener) Close() error { l.f.stop(); return nil }
-
-func (l localListener) Addr() net.Addr { return l.f.cfg.Listener.Addr() }
-
-func (f *forwarder) start() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.mu.closed {
-		return
-	}
-	if f.cfg.Watch != nil {
-		f.mu.unwatch = f.cfg.Watch(f.poke)
-	}
-	f.wg.Add(2)
-	go f.acceptLoop()
-	go f.supervise()
-}
-
-// poke has the supervisor look at the leadership now; any goroutine.
-func (f *forwarder) poke() {
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
-}
-
-// stop closes the listener and ends every wait; it does not wait itself.
-func (f *forwarder) stop() {
-	f.stopOnce.Do(func() {
-		f.mu.Lock()
-		f.mu.closed = true
-		f.mu.Unlock()
-		close(f.quit)
-		f.cancel()
-		_ = f.cfg.Listener.Close()
-	})
-}
-
-// shutdown stops accepting, waits until ctx is done for the relays to
-// end (a relayed client leaves, or the leader closes it), closes those
-// left, and returns once every goroutine of the forwarder has ended.
-func (f *forwarder) shutdown(ctx context.Context) {
-	f.stop()
-	f.mu.Lock()
-	var gone chan struct{}
-	if len(f.mu.relays) > 0 {
-		gone = make(chan struct{})
-		f.mu.allGone = gone
-	}
-	f.mu.Unlock()
-	if gone != nil {
-		select {
-		case <-gone:
-		case <-ctx.Done():
-			f.mu.Lock()
-			left := make([]*relay, 0, len(f.mu.relays))
-			for r := range f.mu.relays {
-				left = append(left, r)
-			}
-			f.mu.Unlock()
-			f.cfg.Log.Info("shutdown: closing relayed connections", "connections", len(left))
-			for _, r := range left {
-				r.close()
-			}
-		}
-	}
-	f.wg.Wait()
-	f.mu.Lock()
-	unwatch := f.mu.unwatch
-	f.mu.unwatch = nil
-	f.mu.Unlock()
-	if unwatch != nil {
-		unwatch()
-	}
-}
-
-// acceptLoop accepts until the listener closes. Temporary errors (out of
-// descriptors) back off as netconn's accept loop does (spec §D.1).
-func (f *forwarder) acceptLoop() {
-	defer f.wg.Done()
-	var backoff time.Duration
-	for {
-		raw, err := f.cfg.Listener.Accept()
-		if err != nil {
-			select {
-			case <-f.quit:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			var te interface{ Temporary() bool }
-			if !errors.As(err, &te) || !te.Temporary() {
-				f.failErr = err
-				close(f.failed)
-				return
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			f.cfg.Log.Info("accept failed; retrying", "error", err.Error(), "backoff", backoff.String())
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-f.quit:
-				t.Stop()
-				return
-			}
-			continue
-		}
-		backoff = 0
-		f.admit(raw)
-	}
-}
-
-// admitted is an accepted connection holding its place under the
-// connection caps until it is closed, whoever closes it.
-type admitted struct {
-	net.Conn
-	f    *forwarder
-	once sync.Once
-}
-
-// NetConn is the admitted socket, which the gnet loops serve a duplicate
-// of; they Close a when the connection ends.
-func (a *admitted) NetConn() net.Conn { return a.Conn }
-
-func (a *admitted) Close() error {
-	err := a.Conn.Close()
-	a.once.Do(func() {
-		if a.f.cfg.Limiter != nil {
-			a.f.cfg.Limiter.Release(a.Conn.RemoteAddr())
-		}
-		a.f.mu.Lock()
-		delete(a.f.mu.strays, a)
-		a.f.mu.Unlock()
-	})
-	return err
-}
-
-// admit takes a connection in under the caps (a refused one is closed
-// without a reply, spec §D.1) and routes it on a goroutine of its own.
-func (f *forwarder) admit(raw net.Conn) {
-	if f.cfg.Draining() {
-		_ = raw.Close()
-		return
-	}
-	if f.cfg.Limiter != nil && !f.cfg.Limiter.Admit(raw.RemoteAddr()) {
-		f.cfg.Events.Warn("connection refused: --max-connections or --max-connections-per-ip reached",
-			"remote", raw.RemoteAddr().String())
-		_ = raw.Close()
-		return
-	}
-	a := &admitted{Conn: raw, f: f}
-	f.mu.Lock()
-	if f.mu.closed {
-		f.mu.Unlock()
-		_ = a.Close()
-		return
-	}
-	f.wg.Add(1)
-	f.mu.Unlock()
-	go f.route(a)
-}
-
-// route decides who serves a: this member, or the leader through a
-// relay, waiting up to forwardWait (cfg.Wait) for a leader to be known. A relayed
-// connection's route goroutine runs its relay.
-func (f *forwarder) route(a *admitted) {
-	defer f.wg.Done()
-	deadline := time.Now().Add(f.cfg.Wait)
-	for {
-		f.mu.Lock()
-		changed, self := f.mu.changed, f.mu.selfAddr
-		f.mu.Unlock()
-		st := f.cfg.State()
-		var retry *time.Timer
-		switch {
-		case st.leading:
-			f.serveLocal(a, false)
-			return
-		case st.id != "" && st.id != f.cfg.Self && st.addr != "" && st.addr != self:
-			up, err := f.dial(st.addr, deadline)
-			if err == nil && dialedSelf(up, f.cfg.Listener.Addr()) {
-				_ = up.Close()
-				f.mu.Lock()
-				f.mu.selfAddr = st.addr
-				f.mu.Unlock()
-				f.cfg.Events.Warn("--cluster-forward: the leader's client address leads to this member; "+
-					"not relaying to it (check --cluster-peers and --advertise-addr)", "leader", st.id, "addr", st.addr)
-				break // wait for another leader
-			}
-			if err == nil {
-				f.relay(a, up, st.id)
-				return
-			}
-			f.cfg.Log.Debug("--cluster-forward: cannot reach the leader", "leader", st.id, "addr", st.addr,
-				"error", err.Error())
-			retry = time.NewTimer(forwardRetry)
-		}
-		if !f.await(changed, retry, deadline) {
-			_ = a.Close() // stopping
-			return
-		}
-		if time.Now().After(deadline) {
-			// No leader to relay to: served here, as without the flag.
-			f.serveLocal(a, true)
-			return
-		}
-	}
-}
-
-// await waits for a leadership change, retry (if not nil) or the
-// deadline; false if the forwarder stops meanwhile.
-func (f *forwarder) await(changed <-chan struct{}, retry *time.Timer, deadline time.Time) bool {
-	var retryC <-chan time.Time
-	if retry != nil {
-		defer retry.Stop()
-		retryC = retry.C
-	}
-	wait := time.NewTimer(time.Until(deadline))
-	defer wait.Stop()
-	select {
-	case <-changed:
-	case <-retryC:
-	case <-wait.C:
-	case <-f.quit:
-		return false
-	}
-	return true
-}
-
-// dial connects to the leader's client address by the deadline (at most
-// forwardDialTimeout).
-func (f *forwarder) dial(addr string, deadline time.Time) (net.Conn, error) {
-	d := net.Dialer{Timeout: min(forwardDialTimeout, max(time.Until(deadline), 100*time.Millisecond))}
-	return d.DialContext(f.ctx, "tcp", addr)
-}
-
-// dialedSelf reports whether up reached this member's own listener at
-// ln: the same port, on the listener's address, or on the address the
-// connection left from when the listener takes every address.
-func dialedSelf(up net.Conn, ln net.Addr) bool {
-	r, ok1 := up.RemoteAddr().(*net.TCPAddr)
-	l, ok2 := ln.(*net.TCPAddr)
-	loc, ok3 := up.LocalAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 || !ok3 || r.Port != l.Port {
-		return false
-	}
-	return r.IP.Equal(l.IP) || l.IP.IsUnspecified() && r.IP.Equal(loc.IP)
-}
-
-// serveLocal hands a to the netconn server; a stray (served for want
-// of a leader) is hung up once a leader other than this member is known.
-func (f *forwarder) serveLocal(a *admitted, stray bool) {
-	if stray {
-		f.mu.Lock()
-		f.mu.strays[a] = struct{}{}
-		f.mu.Unlock()
-	}
-	select {
-	case f.local <- a:
-	case <-f.quit:
-		_ = a.Close()
-	}
-}
-
-// relay is a client connection relayed to the leader.
-type relay struct {
-	client *admitted
-	up     net.Conn
-	leader string // node id of the leader it goes to
-	once   sync.Once
-}
-
-// close closes both ends; any goroutine, any number of times.
-func (r *relay) close() {
-	r.once.Do(func() {
-		_ = r.client.Close()
-		_ = r.up.Close()
-	})
-}
-
-// relay copies a to up and up to a until the leader's end closes (or
-// either fails, or the relay is closed), then closes both.
-func (f *forwarder) relay(a *admitted, up net.Conn, leader string) {
-	r := &relay{client: a, up: up, leader: leader}
-	f.mu.Lock()
-	if f.mu.closed {
-		f.mu.Unlock()
-		r.close()
-		return
-	}
-	f.mu.relays[r] = struct{}{}
-	f.mu.Unlock()
-
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := pump(up, a, 0); err != nil {
-			r.close()
-			return
-		}
-		// The client half-closed: the leader is told so, and its
-		// replies still come back (spec: a half-close cancels a waiting
-		// request under v2 and rf, not under v1).
-		if cw, ok := up.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
-			r.close()
-		}
-	}()
-	_ = pump(a, up, f.cfg.WriteTimeout)
-	r.close()
-	<-done
-
-	f.mu.Lock()
-	delete(f.mu.relays, r)
-	if len(f.mu.relays) == 0 && f.mu.allGone != nil {
-		close(f.mu.allGone)
-		f.mu.allGone = nil
-	}
-	f.mu.Unlock()
-}
-
-// pump copies src to dst until src ends: nil at its EOF, else the error
-// of either side. With wt > 0, a write to dst that does not complete
-// within wt fails.
-func pump(dst, src net.Conn, wt time.Duration) error {
-	buf := make([]byte, relayBuf)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if wt > 0 {
-				_ = dst.SetWriteDeadline(time.Now().Add(wt))
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// supervise follows the leadership until stop.
-func (f *forwarder) supervise() {
-	defer f.wg.Done()
-	t := time.NewTicker(forwardPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.quit:
-			return
-		case <-t.C:
-		case <-f.kick:
-		}
-		f.check()
-	}
-}
-
-// check wakes the routes waiting for a leader when the leadership
-// changed, closes the relays to a member that no longer leads, and hangs
-// up on the strays once another member leads. Strays stay listed until
-// they close: one that the netconn server had not registered yet is hung
-// up at the next check.
-func (f *forwarder) check() {
-	st := f.cfg.State()
-	var stale []*relay
-	var strays map[net.Conn]bool
-	f.mu.Lock()
-	if st != f.mu.last {
-		f.mu.last = st
-		f.mu.selfAddr = ""
-		close(f.mu.changed)
-		f.mu.changed = make(chan struct{})
-	}
-	if st.id != "" {
-		for r := range f.mu.relays {
-			if r.leader != st.id {
-				stale = append(stale, r)
-			}
-		}
-	}
-	switch {
-	case st.leading:
-		// Served by the leader now, they are its clients like any other
-		// (a deposition hangs up on them all).
-		clear(f.mu.strays)
-	case st.id != "" && st.id != f.cfg.Self && len(f.mu.strays) > 0:
-		strays = make(map[net.Conn]bool, len(f.mu.strays))
-		for a := range f.mu.strays {
-			strays[a] = true
-		}
-	}
-	f.mu.Unlock()
-	for _, r := range stale {
-		f.cfg.Log.Debug("--cluster-forward: closing a relay to a former leader", "leader", r.leader, "new_leader", st.id)
-		r.close()
-	}
-	if srv := f.srv.Load(); srv != nil && strays != nil {
-		(*srv).Hangup(func(c net.Conn) bool { return strays[c] })
-	}
-}
-
-// deposed hangs up on every client of this member, which no longer
-// leads, once their waiting requests are answered error_not_leader:
-// clients that do not follow redirects reconnect, to a member that
-// relays them to the new leader.
-func (f *forwarder) deposed() {
-	if srv := f.srv.Load(); srv != nil {
-		if n := (*srv).Hangup(nil); n > 0 {
-			f.cfg.Log.Info("no longer the leader: closing client connections after their replies (--cluster-forward)",
-				"connections", n)
-		}
-	}
-	f.poke()
-}
 
 // forwardOutput is the hub as the cluster's output, with the hang-up of
 // a deposed leader's clients after the hub has answered their waiting
 // requests.
 type forwardOutput struct {
 	*session.Hub
-	f *forwarder
+	f *relay.Relay
 }
 
 func (o forwardOutput) Demoted() {
 	o.Hub.Demoted()
-	o.f.deposed()
+	o.f.Deposed()
 }
 
-// clusterForwarder makes the forwarder of a cluster member with
-// --cluster-forward over its client listener: it returns the forwarder,
-// the cluster output to use instead of the hub, and the listener to
-// serve. The netconn configuration loses its limiter: the forwarder
-// admits every connection. r.node is read only once serving starts.
+// clusterForwarder makes the relay of a cluster member with
+// --cluster-forward over its client listener: it returns the relay, the
+// cluster output to use instead of the hub, and the listener to serve.
+// The transport's configuration loses its limiter: the relay admits
+// every connection. r.node is read only once serving starts.
 func clusterForwarder(cfg Config, log *slog.Logger, client net.Listener, ncfg *netconn.Config, hub *session.Hub,
-	r *replica) (*forwarder, cluster.Output, net.Listener) {
-	f := newForwarder(forwardConfig{
+	r *replica) (*relay.Relay, cluster.Output, net.Listener) {
+	f := relay.New(relay.Config{
 		Self: cfg.Cluster.NodeID,
-		State: func() leaderState {
+		State: func() relay.Leader {
 			id, _ := r.node.Leader()
-			return leaderState{id: string(id), addr: r.node.ClientAddr(id), leading: r.node.Leading()}
+			return relay.Leader{ID: string(id), Addr: r.node.ClientAddr(id), Leading: r.node.Leading()}
 		},
 		Listener: client, Limiter: ncfg.Limiter, Draining: hub.Draining, WriteTimeout: cfg.WriteTimeout,
 		Log: log, Events: ncfg.Events,
 		Watch: func(kick func()) func() { return watchLeader(r.node.Raft(), kick) },
 	})
 	ncfg.Limiter = nil
-	return f, forwardOutput{hub, f}, f.listener()
+	return f, forwardOutput{hub, f}, f.Listener()
 }
 
 // watchLeader calls kick on each of raft's leader observations until the
@@ -659,8 +77,8 @@ func watchLeader(r *raft.Raft, kick func()) (stop func()) {
 	}
 }
 
-// shutdownClients shuts the netconn server down and, in parallel, the
-// forwarder's relays, under the same deadline.
+// shutdownClients shuts the client server down and, in parallel, the
+// relay's connections, under the same deadline.
 func (s *clusterServer) shutdownClients(ctx context.Context) error {
 	if s.fw == nil {
 		return s.srv.Shutdown(ctx)
@@ -668,7 +86,7 @@ func (s *clusterServer) shutdownClients(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.fw.shutdown(ctx)
+		s.fw.Shutdown(ctx)
 	}()
 	err := s.srv.Shutdown(ctx)
 	<-done
