@@ -41,7 +41,7 @@ func (cs *conn) Yield() bool { return cs.lp.pushBytes.Load() >= session.PushBudg
 // PauseRead stops reading the socket, and watches it for the peer's going
 // meanwhile (peerwatch_linux.go).
 func (cs *conn) PauseRead() bool {
-	if !cs.lp.pauser.pause(cs.c.Fd()) {
+	if !cs.lp.pauser.pause(cs.c.Fd(), cs.c.OutboundBuffered() > 0) {
 		return false
 	}
 	cs.lp.srv.watch.add(cs)

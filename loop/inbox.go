@@ -69,6 +69,7 @@ type loopState struct {
 
 func newLoopState(s *Server, el gnet.EventLoop) *loopState {
 	lp := &loopState{srv: s, el: el}
+	lp.pauser.notGnet = s.watch.fd()
 	lp.scratch.Out = make([]byte, 0, 4096)
 	if s.cfg.Count {
 		lp.scratch.Counters = &lp.counters

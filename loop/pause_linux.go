@@ -31,12 +31,27 @@ import (
 type readPauser struct {
 	epfd  int  // the loop's epoll descriptor, once found
 	tried bool // a search ran (and failed if epfd < 0)
+	// notGnet is the peer watch's epoll descriptor (peerwatch_linux.go),
+	// which may watch the same sockets and is not the loop's; -1: none.
+	notGnet int
 }
 
 // pause stops reading socket fd; false if it could not (then the caller
-// falls back on closing a connection that passes the hard bound).
-func (p *readPauser) pause(fd int) bool {
-	return p.set(fd, unix.EPOLLOUT)
+// falls back on closing a connection that passes the hard bound). With
+// output waiting (unsent), the socket is watched for writability, and
+// gnet, writing the rest, restores reading once it has drained. With none
+// it is watched for nothing: a level-triggered EPOLLOUT on a socket with
+// room would wake the loop again and again for as long as the pause
+// lasts (gnet's write handler does nothing for an empty buffer), which
+// is what a request that waits, or a cluster member's answers owed,
+// would cost. EPOLLHUP and EPOLLERR are reported whatever the mask: a
+// peer that goes is still seen (and a half-close by the peer watch).
+func (p *readPauser) pause(fd int, unsent bool) bool {
+	var ev uint32
+	if unsent {
+		ev = unix.EPOLLOUT
+	}
+	return p.set(fd, ev)
 }
 
 // resume restores read interest (and write interest while output waits).
@@ -52,7 +67,7 @@ func (p *readPauser) set(fd int, events uint32) bool {
 	if !p.tried {
 		p.tried = true
 		var err error
-		if p.epfd, err = findEpoll(fd); err != nil {
+		if p.epfd, err = findEpoll(fd, p.notGnet); err != nil {
 			p.epfd = -1
 		}
 	}
@@ -63,8 +78,9 @@ func (p *readPauser) set(fd int, events uint32) bool {
 	return unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, fd, &ev) == nil
 }
 
-// findEpoll returns the epoll descriptor of this process that watches fd.
-func findEpoll(fd int) (int, error) {
+// findEpoll returns the epoll descriptor of this process, other than
+// skip, that watches fd.
+func findEpoll(fd, skip int) (int, error) {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return -1, err
@@ -72,7 +88,7 @@ func findEpoll(fd int) (int, error) {
 	want := []byte("tfd:")
 	for _, e := range ents {
 		n, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || n == skip {
 			continue
 		}
 		if link, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || link != "anon_inode:[eventpoll]" {

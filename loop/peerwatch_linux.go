@@ -134,6 +134,14 @@ func (w *peerWatch) run() {
 	}
 }
 
+// fd is the watch's epoll descriptor, -1 for none.
+func (w *peerWatch) fd() int {
+	if w == nil {
+		return -1
+	}
+	return w.epfd
+}
+
 // stop ends the watch once nothing can add to it any more.
 func (w *peerWatch) stop() {
 	if w == nil {
