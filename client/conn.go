@@ -34,7 +34,7 @@ type conn struct {
 	d    Dialer        // settings, with defaults filled in
 	done chan struct{} // closed when the connection ends for good
 
-	redirectMu sync.Mutex // one redirect at a time
+	moving chan struct{} // holds a token while a request moves the connection (move)
 
 	// fenced: whether the server's tokens begin with their fence
 	// (tokensCarryFences): 0 not asked yet, fencedYes, fencedNo.
@@ -42,9 +42,10 @@ type conn struct {
 
 	mu struct {
 		sync.Mutex
-		sess  *session // the server connection in use
-		err   error    // why the connection ended; nil while open
-		sinks map[string][]pushSink
+		sess      *session // the server connection in use
+		replacing *session // sess, while move looks for its successor
+		err       error    // why the connection ended; nil while open
+		sinks     map[string][]pushSink
 	}
 }
 
@@ -110,10 +111,11 @@ func (c *Conn) request(cmd, key, arg string) (string, error) {
 	return c.c.request(c.ctx, b, blockingWait(cmd, arg))
 }
 
-// request sends frame on the current session, following not-leader
-// redirects within the budget.
+// request sends frame on the current session. In cluster mode a
+// not-leader reply moves the connection to the leader (see leaderSearch)
+// and the frame is sent again there; otherwise it is a *NotLeaderError.
 func (c *conn) request(ctx context.Context, frame []byte, wait time.Duration) (string, error) {
-	budget := c.d.redirectBudget()
+	var ls *leaderSearch // made at the first refusal
 	for {
 		s, err := c.session()
 		if err != nil {
@@ -128,82 +130,34 @@ func (c *conn) request(ctx context.Context, frame []byte, wait time.Duration) (s
 			c.close(fmt.Errorf("%w (%w)", ErrClosed, ErrAuth))
 			return "", ErrAuth
 		}
-		leader, ok := strings.CutPrefix(reply, statusNotLeader)
-		if !ok || (leader != "" && leader[0] != ' ') {
+		leader, refused := notLeaderReply(reply)
+		if !refused {
 			return reply, nil
 		}
-		leader = strings.TrimSpace(leader)
-		next, ok := c.redirectTarget(s.addr, leader)
-		if !ok || budget <= 0 {
+		if !c.d.clusterMode() {
 			return "", &NotLeaderError{Leader: leader}
 		}
-		budget--
-		if err := c.redirect(ctx, s, next, leader == ""); err != nil {
+		if ls == nil {
+			ls = c.d.newSearch()
+		}
+		next, err := ls.notLeader(ctx, c.done, s.addr, leader)
+		if err != nil {
+			return "", err
+		}
+		if err := c.move(ctx, s, next, ls); err != nil {
 			return "", err
 		}
 	}
 }
 
-// redirectPause spaces out retries while the cluster has no known leader
-// (an election is under way), so the budget is not spent in a burst.
-const redirectPause = 100 * time.Millisecond
-
-// redirectTarget picks where to resend a request refused by the member at
-// from: the named leader if it is one of the members, else (leader
-// unknown) the next member in the list.
-func (c *conn) redirectTarget(from, leader string) (string, bool) {
-	m := c.d.Members
-	if leader != "" {
-		for _, a := range m {
-			if a == leader {
-				return a, true
-			}
-		}
+// notLeaderReply reports whether reply is error_not_leader, and the
+// leader it names ("" when the member knows none).
+func notLeaderReply(reply string) (leader string, ok bool) {
+	leader, ok = strings.CutPrefix(reply, statusNotLeader)
+	if !ok || (leader != "" && leader[0] != ' ') {
 		return "", false
 	}
-	for i, a := range m {
-		if a == from && len(m) > 1 {
-			return m[(i+1)%len(m)], true
-		}
-	}
-	if len(m) > 0 && m[0] != from {
-		return m[0], true
-	}
-	return "", false
-}
-
-// redirect moves the connection from old to a new session at addr. When a
-// concurrent request has moved it already, there is nothing to do.
-func (c *conn) redirect(ctx context.Context, old *session, addr string, pause bool) error {
-	c.redirectMu.Lock()
-	defer c.redirectMu.Unlock()
-	cur, err := c.session()
-	if err != nil || cur != old {
-		return err
-	}
-	if pause {
-		t := time.NewTimer(redirectPause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-	}
-	ns, err := c.d.dialSession(ctx, c, addr)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	if err := c.mu.err; err != nil {
-		c.mu.Unlock()
-		ns.fail(err)
-		return err
-	}
-	c.mu.sess = ns
-	c.mu.Unlock()
-	old.retire()
-	return nil
+	return strings.TrimSpace(leader), true
 }
 
 func (c *conn) session() (*session, error) {
@@ -215,15 +169,39 @@ func (c *conn) session() (*session, error) {
 	return c.mu.sess, nil
 }
 
-// sessionEnded is called by a session's reader when it stops. Unless the
-// session had been replaced by a redirect, the connection is over.
-func (c *conn) sessionEnded(s *session) {
-	s.mu.Lock()
-	err := s.mu.err
-	s.mu.Unlock()
+// install makes s the session in use.
+func (c *conn) install(s *session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.sess == s {
+	c.installLocked(s)
+}
+
+// installLocked makes s the session in use. A session that ended before
+// (its member died right after the dial) ended while it was not in use,
+// unnoticed by sessionEnded: it ends the connection now. Lock order:
+// c.mu, then a session's mu, never the other way round.
+func (c *conn) installLocked(s *session) {
+	c.mu.sess = s
+	if err := s.err(); err != nil {
+		c.endLocked(err)
+	}
+}
+
+// err is why the connection ended, or nil.
+func (c *conn) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.err
+}
+
+// sessionEnded is called by a session's reader when it stops. Unless the
+// session had been replaced by a redirect, or is being replaced (move
+// ends the connection itself if that fails), the connection is over.
+func (c *conn) sessionEnded(s *session) {
+	err := s.err()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.sess == s && c.mu.replacing != s {
 		c.endLocked(err)
 	}
 }

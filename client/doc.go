@@ -27,21 +27,69 @@
 // field, or the token's own where the server's tokens carry their fence
 // (asked once per connection); 0 means none (servers with random tokens).
 //
-// # Beyond it
+// # Usage
+//
+// A lock held while a job runs, given up as soon as it is lost:
+//
+//	l := &client.Lock{Key: "nightly-report", LeaseTTL: 15, Servers: []string{"10.0.0.1:6388"}}
+//	ok, err := l.Acquire(ctx) // waits up to AcquireTimeout (10 s); false: someone else holds it
+//	if err != nil || !ok {
+//		return err
+//	}
+//	defer l.Release(ctx)
+//	jobCtx, cancel := context.WithCancel(ctx)
+//	defer cancel()
+//	go func() {
+//		select {
+//		case <-l.Lost(): // the lease could not be kept: stop writing
+//			log.Printf("lost: %v (fence was %d)", l.Err(), l.Fence())
+//			cancel()
+//		case <-jobCtx.Done():
+//		}
+//	}()
+//	runJob(jobCtx, l.Fence()) // pass the fence to what the lock protects
+//
+// A raft cluster of dflockd-ng members: Cluster returns a Dialer in
+// cluster mode, which Lock (and Semaphore, RWLock, Election, Client) take:
+//
+//	members := client.Cluster("10.0.0.1:6388", "10.0.0.2:6388", "10.0.0.3:6388")
+//	members.StableRef = "report-host-7" // optional: with the servers' --orphan-ttl
+//	l := &client.Lock{Key: "nightly-report", LeaseTTL: 15, Dialer: members}
+//
+//	c, err := members.Dial(ctx, "")          // a Conn: its requests follow the leader
+//	n, err := client.Incr(c, "deploys", 1)   // sent to the leader, waiting for one in an election
+//
+// Failover: when the leader dies or steps down, the cluster keeps the
+// holds it granted until their leases end, renewable by token. A request
+// waits for the next leader (Dialer.LeaderWait, 10 s by default) rather
+// than failing on the dead one's refused connections, and a held Lock
+// connects again, renews by token on the new leader and goes on renewing
+// there: Lost stays open, Token and Fence stay the same. Lost is closed,
+// with Err saying why, only when the hold is really gone: the new leader
+// refuses the renewal (the lease ran out, another client holds the key),
+// or no renewal succeeded before the lease would have ended. With
+// Dialer.StableRef set, every connection presents the ref, so a cluster
+// started with --orphan-ttl hands the old connection's holds and queue
+// places over to the new one.
+//
+// # Beyond dflockd's client
 //
 //   - Context everywhere: Conn.WithContext binds a context to every request
 //     made through the returned Conn, so all functions above honour
 //     cancellation and deadlines; the high-level types take one per call.
 //   - Lost holds are reported at once: Lock.Lost (and the same method of
 //     Semaphore, RWLock, Election) returns a channel closed as soon as a
-//     renewal fails or the connection breaks.
+//     renewal fails or, on a single server, the connection breaks.
 //   - Connection reuse: a Conn pipelines requests from many goroutines, and
 //     Client shares one connection per server, dialling again when one
 //     ends. Keepalive pings stop the server's read timeout from dropping
 //     idle connections and their subscriptions.
-//   - Cluster mode: with Dialer.Members set, a request refused with
+//   - Cluster mode (Cluster, or Dialer.Members): a request refused with
 //     error_not_leader <addr> is resent to that leader, only if it is one
-//     of the members, at most Dialer.MaxRedirects times.
+//     of the members, at most Dialer.MaxRedirects times; while no leader
+//     can be reached the members are tried in turn for up to
+//     Dialer.LeaderWait; holds ride through failovers; Dialer.StableRef
+//     sends stable-ref for --orphan-ttl re-adoption.
 //   - TLS and auth for every connection through Dialer, including those
 //     made to follow redirects; Conn.Do for any command by name.
 //

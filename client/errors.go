@@ -38,8 +38,9 @@ var (
 	// It also matches ErrServer.
 	ErrDraining error = &serverError{"client: server draining"}
 	// ErrNotLeader: a cluster follower refused a mutating request and no
-	// redirect could be followed. It also matches ErrServer; the concrete
-	// error is a *NotLeaderError naming the leader, when known.
+	// redirect could be followed, or no leader could be reached within
+	// Dialer.LeaderWait. It also matches ErrServer; the concrete error is
+	// a *NotLeaderError naming the leader, when known.
 	ErrNotLeader error = &serverError{"client: not the cluster leader"}
 	// ErrLost: a held lock's lease could not be kept (renewal failed or
 	// the connection broke). See Lock.Lost.
@@ -55,13 +56,21 @@ func (e *serverError) Is(target error) bool { return target == ErrServer }
 
 // NotLeaderError is the error for error_not_leader that was not (or could
 // no longer be) followed: the leader is outside the configured members,
-// unknown, or the redirect budget is spent.
+// unknown, or the redirect budget is spent; and the error of a request or
+// dial in cluster mode that found no reachable leader within the Dialer's
+// LeaderWait, with the last connection error in Err.
 type NotLeaderError struct {
 	Leader string // host:port the follower named; empty when it knew none
+	Err    error  // why the last member tried could not be reached, if that was the last failure
 }
 
 func (e *NotLeaderError) Error() string {
-	if e.Leader == "" {
+	switch {
+	case e.Err != nil && e.Leader != "":
+		return "client: no cluster leader reachable (last named " + e.Leader + "): " + e.Err.Error()
+	case e.Err != nil:
+		return "client: no cluster leader reachable: " + e.Err.Error()
+	case e.Leader == "":
 		return "client: not the cluster leader (leader unknown)"
 	}
 	return "client: not the cluster leader; leader is " + e.Leader
@@ -69,6 +78,10 @@ func (e *NotLeaderError) Error() string {
 
 // Is makes a *NotLeaderError match ErrNotLeader and ErrServer.
 func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader || target == ErrServer }
+
+// Unwrap returns Err, so that errors.As finds the connection error (a
+// *net.OpError, say) of a search that gave up.
+func (e *NotLeaderError) Unwrap() error { return e.Err }
 
 // Reply statuses, as the server spells them.
 const (

@@ -76,6 +76,32 @@ func ExampleDialer() {
 	fmt.Println("held on", c.Addr(), "with", token)
 }
 
+// A lock on a raft cluster: it is kept when the leader dies, renewed by
+// token on the next one, and Lost is closed only if it is really gone.
+func ExampleCluster() {
+	members := client.Cluster("10.0.0.1:6388", "10.0.0.2:6388", "10.0.0.3:6388")
+	members.StableRef = "report-host-7" // with the servers' --orphan-ttl: re-adopted after a failover
+	l := &client.Lock{Key: "nightly-report", LeaseTTL: 30, Dialer: members}
+	ctx := context.Background()
+	if ok, err := l.Acquire(ctx); err != nil || !ok {
+		log.Fatal("not acquired: ", err)
+	}
+	defer l.Release(ctx) // on whichever member leads by then
+	fence := l.Fence()   // the same before and after a failover
+	jobCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.Lost(): // refused by the leader, or no renewal within the lease
+			log.Printf("lock lost: %v", l.Err())
+			cancel()
+		case <-jobCtx.Done():
+		}
+	}()
+	runReport(jobCtx)
+	fmt.Println("done under fence", fence)
+}
+
 // Shared connections for short requests from many goroutines.
 func ExampleClient() {
 	cl := &client.Client{Servers: []string{"127.0.0.1:6388"}}

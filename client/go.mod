@@ -1,3 +1,3 @@
 module github.com/dflockd-ng/dflockd/client
 
-go 1.26.8
+go 1.22.0

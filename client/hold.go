@@ -53,6 +53,12 @@ func (hc holdConfig) renewEvery(lease int) time.Duration {
 	return max(time.Duration(float64(time.Duration(lease)*time.Second)*r), minRenewInterval)
 }
 
+// rides reports whether holds ride through a failover: in cluster mode,
+// a broken connection is replaced and the hold renewed by token (see
+// Lost), where a single server would have released it with the
+// connection.
+func (hc holdConfig) rides() bool { return hc.dialer != nil && len(hc.dialer.Members) > 0 }
+
 // dial connects to the key's server: the shard ShardFunc picks among
 // servers, or in cluster mode (Dialer.Members set) the cluster.
 func (hc holdConfig) dial(ctx context.Context) (*Conn, error) {
@@ -118,6 +124,13 @@ func (h *hold) Fence() uint64 {
 	if err != nil {
 		return 0
 	}
+	// Kept, so that the fence stays known while a failover leaves the
+	// hold without a connection to ask on.
+	h.mu.Lock()
+	if h.mu.g.token == g.token && h.mu.g.fence == 0 {
+		h.mu.g.fence = f
+	}
+	h.mu.Unlock()
 	return f
 }
 
@@ -126,6 +139,16 @@ func (h *hold) Fence() uint64 {
 // the token) or the connection broke, which releases the hold on the
 // server. Err then says why. The channel of a hold that ends by release
 // or Close is never closed; it is nil before the first grant.
+//
+// In cluster mode (Dialer.Members set) a broken connection is not a loss:
+// the leader that died or stepped down leaves the hold to its successor
+// until the lease ends. The hold connects again (presenting the Dialer's
+// StableRef, if any), renews by token on whichever member now leads, and
+// goes on renewing there; token and fence stay the same. It is lost only
+// when a renewal is refused (the lease ran out, the token is unknown, the
+// key went to someone else), or when no renewal succeeded before the
+// lease would run out, counted from when the last successful one was
+// sent.
 func (h *hold) Lost() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -246,18 +269,27 @@ func (h *hold) wait(ctx context.Context, hc holdConfig, timeout time.Duration) (
 
 // release stops renewal, releases the hold (with its family's release
 // command, or override when set) and closes the connection. After a loss
-// there is nothing left to release and it returns nil.
+// there is nothing left to release and it returns nil. In cluster mode a
+// hold whose connection broke (a failover under way) is released by token
+// on a new connection to the leader.
 func (h *hold) release(ctx context.Context, hc holdConfig, override string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopRenewLocked()
 	var err error
-	if h.mu.conn != nil && h.mu.g.token != "" {
+	if conn := h.mu.conn; conn != nil && h.mu.g.token != "" {
 		cmd := h.mu.cmds.release
 		if override != "" {
 			cmd = override
 		}
-		err = release(h.mu.conn.WithContext(ctx), cmd, hc.key, h.mu.g.token)
+		if conn.Err() != nil && hc.rides() {
+			if conn, err = hc.dial(ctx); err == nil {
+				defer conn.Close()
+			}
+		}
+		if err == nil {
+			err = release(conn.WithContext(ctx), cmd, hc.key, h.mu.g.token)
+		}
 	}
 	h.resetLocked()
 	return err
@@ -287,33 +319,50 @@ func (h *hold) stopRenewLocked() {
 }
 
 // renewLoop renews g every hc.renewEvery until stopped, and reports the
-// hold lost when a renewal fails or the connection ends. A renewal is
-// never cut short by stopping (that would break the connection the
-// release needs); it is bounded by the lease, after which the hold is gone
-// anyway.
+// hold lost when a renewal fails or the connection ends; in cluster mode
+// only when the hold really is gone (reconnect). A renewal is never cut
+// short by stopping (that would break the connection the release needs);
+// it is bounded by the lease, after which the hold is gone anyway.
 func (h *hold) renewLoop(stop context.Context, done chan struct{}, hc holdConfig, conn *Conn, cmd string, g grant) {
 	defer close(done)
-	t := time.NewTicker(hc.renewEvery(g.lease))
-	defer t.Stop()
 	lease := time.Duration(g.lease) * time.Second
+	// expires is when the lease ends at the latest for all this client
+	// knows. The server started it before the grant arrived, and restarts
+	// it when a renewal arrives, after it was sent: counting from the
+	// grant's arrival, then from each successful renewal's sending, errs
+	// towards ending early (by a round trip at the first).
+	expires := time.Now().Add(lease)
+	t := time.NewTimer(hc.renewEvery(g.lease))
+	defer t.Stop()
 	for {
+		var err error
 		select {
 		case <-stop.Done():
 			return
 		case <-conn.Done():
-			h.lose(done, hc, conn.Err())
-			return
+			err = conn.Err()
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lease)
-		_, fence, err := renew(conn.WithContext(ctx), cmd, hc.key, g.token, hc.opts())
-		cancel()
+		sent := time.Now()
+		remaining, fence := g.lease, uint64(0)
+		if err == nil {
+			ctx, cancel := context.WithDeadline(context.Background(), expires)
+			remaining, fence, err = renew(conn.WithContext(ctx), cmd, hc.key, g.token, hc.opts())
+			cancel()
+		}
+		if err != nil && hc.rides() && !refused(err) && stop.Err() == nil {
+			conn, remaining, fence, sent, err = h.reconnect(stop, done, hc, cmd, g.token, expires, err)
+		}
 		if err != nil {
 			if stop.Err() == nil {
 				h.lose(done, hc, err)
 			}
 			return
 		}
+		if remaining <= 0 { // not a lease: keep to the granted one
+			remaining = g.lease
+		}
+		expires = sent.Add(time.Duration(remaining) * time.Second)
 		if fence > 0 {
 			h.mu.Lock()
 			if h.mu.renewDone == done {
@@ -321,7 +370,94 @@ func (h *hold) renewLoop(stop context.Context, done chan struct{}, hc holdConfig
 			}
 			h.mu.Unlock()
 		}
+		// Drained first: a tick that came while the connection broke must
+		// not cut the next interval short (timers of modules before Go
+		// 1.23 keep it).
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(hc.renewEvery(min(g.lease, remaining)))
 	}
+}
+
+// refused reports whether a renewal's error is the server's answer that
+// the hold is gone (lease expired, token unknown, key held by another;
+// or auth refused, so it cannot be asked), rather than a failure to ask
+// (the connection broke, no leader could be reached, the member drains).
+func refused(err error) bool {
+	switch {
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrDraining):
+		return false
+	}
+	return errors.Is(err, ErrServer) || errors.Is(err, ErrLeaseExpired) || errors.Is(err, ErrAuth) || errors.Is(err, ErrInvalid)
+}
+
+// reconnect keeps the hold through a failover after a renewal on its
+// connection failed with cause: it dials the cluster again (Dialer.Dial
+// waits for a leader) and renews by token there, retrying with pauses
+// until a renewal succeeds, the server refuses one, or the lease would
+// have run out (expires). The new connection replaces the hold's, unless
+// the hold was stopped meanwhile. It returns what the renewal returned
+// and when it was sent.
+func (h *hold) reconnect(stop context.Context, done chan struct{}, hc holdConfig, cmd, token string, expires time.Time, cause error) (*Conn, int, uint64, time.Time, error) {
+	h.mu.Lock()
+	if h.mu.renewDone == done && h.mu.conn != nil {
+		h.mu.conn.Close() // broken, or talking to a member that lost the way to the leader
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithDeadline(stop, expires)
+	defer cancel()
+	pause := firstLeaderPause
+	for {
+		sent := time.Now()
+		conn, err := hc.dial(ctx)
+		if err == nil {
+			var remaining int
+			var fence uint64
+			if remaining, fence, err = renew(conn.WithContext(ctx), cmd, hc.key, token, hc.opts()); err == nil {
+				if h.adopt(done, conn) {
+					return conn, remaining, fence, sent, nil
+				}
+				err = stop.Err() // stopped: the release has the last word
+			}
+			conn.Close()
+			if refused(err) {
+				return nil, 0, 0, sent, err
+			}
+		}
+		if stop.Err() != nil {
+			return nil, 0, 0, sent, stop.Err()
+		}
+		if ctx.Err() != nil {
+			if err == nil || errors.Is(err, context.DeadlineExceeded) {
+				err = cause
+			}
+			return nil, 0, 0, sent, fmt.Errorf("%w: no renewal reached the cluster's leader before the lease ran out (last: %w)", ErrLeaseExpired, err)
+		}
+		cause = err
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		pause = min(2*pause, maxLeaderPause)
+	}
+}
+
+// adopt makes conn the connection of the hold renewed by the goroutine
+// owning done, unless it was stopped meanwhile.
+func (h *hold) adopt(done chan struct{}, conn *Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.renewDone != done {
+		return false
+	}
+	h.mu.conn = conn
+	return true
 }
 
 // lose records the loss of the hold renewed by the goroutine owning done,

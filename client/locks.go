@@ -32,8 +32,9 @@ type Lock struct {
 	OnRenewError   func(err error) // called (on its own goroutine) when the hold is lost
 
 	// Dialer, when set, is used to connect: its timeouts, keepalive and
-	// cluster members (which replace Servers). TLSConfig and AuthToken
-	// above override its own when set.
+	// cluster members (which replace Servers; see Cluster), with which
+	// the hold rides through a leader failover (see Lost). TLSConfig and
+	// AuthToken above override its own when set.
 	Dialer *Dialer
 
 	hold

@@ -148,6 +148,13 @@ func (s *session) retire() {
 	}
 }
 
+// err is why the session ended, or nil.
+func (s *session) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.err
+}
+
 // idleSince reports whether nothing is pending and no frame was written
 // after t.
 func (s *session) idleSince(t time.Time) bool {

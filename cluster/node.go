@@ -58,6 +58,9 @@ type Config struct {
 	// ops queued are proposed without waiting (default 1024).
 	Inflight int
 	BatchMax int
+	// Observer is told of leader changes and of the leader's commit and
+	// apply times, for the metrics (observe.go); its zero value: nothing.
+	Observer Observer
 }
 
 // DefaultRaft is the raft configuration of a dflockd-ng node: heartbeat
@@ -144,11 +147,25 @@ func New(cfg Config) (*Node, error) {
 	rc.LocalID = cfg.ID
 	rc.NotifyCh = n.notify
 	rc.BatchApplyCh = true
-	r, err := raft.NewRaft(rc, n.fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
+	var fsm raft.FSM = n.fsm
+	var timed *timedFSM
+	if cfg.Observer.Commit != nil {
+		timed = &timedFSM{FSM: n.fsm, commit: cfg.Observer.Commit}
+		fsm = timed
+	}
+	r, err := raft.NewRaft(rc, fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		return nil, err
 	}
 	n.raft = r
+	if timed != nil {
+		timed.raft.Store(r)
+	}
+	if cfg.Observer.LeaderChange != nil {
+		// Before any election can end: raft needs a heartbeat timeout
+		// without a leader to start one.
+		watchLeaders(r, cfg.Observer.LeaderChange)
+	}
 	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil

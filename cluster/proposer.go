@@ -27,20 +27,23 @@ func (p *proposer) run() {
 	// inflight carries the entries handed to raft to the completion
 	// goroutine; pending counts those not yet applied, and freed tells
 	// the loop one was.
-	inflight := make(chan raft.ApplyFuture, n.cfg.Inflight)
+	inflight := make(chan proposal, n.cfg.Inflight)
+	observe := n.cfg.Observer.Apply
 	var pending atomic.Int32
 	freed := make(chan struct{}, 1)
 	failed := make(chan struct{})
 	go func() {
 		// Completion: an entry that fails to commit means leadership is
 		// gone (or going); raft's notification does the demotion.
-		for f := range inflight {
-			if f.Error() != nil {
+		for b := range inflight {
+			if b.f.Error() != nil {
 				select {
 				case <-failed:
 				default:
 					close(failed)
 				}
+			} else if observe != nil {
+				observe(time.Since(b.at))
 			}
 			pending.Add(-1)
 			select {
@@ -96,8 +99,12 @@ func (p *proposer) run() {
 			data := append([]byte(nil), buf...)
 			proposed = stamp
 			pending.Add(1)
+			var at time.Time
+			if observe != nil {
+				at = time.Now()
+			}
 			select {
-			case inflight <- n.raft.Apply(data, 0):
+			case inflight <- proposal{n.raft.Apply(data, 0), at}:
 			case <-p.stop:
 				return
 			}
@@ -126,6 +133,13 @@ func (p *proposer) run() {
 			}
 		}
 	}
+}
+
+// proposal is a batch on its way: its future, and when it was proposed
+// (zero when no Observer.Apply wants the time).
+type proposal struct {
+	f  raft.ApplyFuture
+	at time.Time
 }
 
 // nextDue returns the cluster instant the next batch must be stamped by:

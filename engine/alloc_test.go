@@ -10,9 +10,16 @@ import (
 
 // The uncontended acquire/release of an existing key must not allocate:
 // slots come from shard free lists, lookups use m[string(b)], and results
-// are returned by value.
+// are returned by value. With the observatory on too: its ring is
+// preallocated and its slot-times map reuses its room (events.go).
 func TestAcquireReleaseDoesNotAllocate(t *testing.T) {
-	h := newHarness(t, Config{})
+	for _, cfg := range []Config{{}, {Events: 4096}} {
+		acquireReleaseAllocs(t, cfg)
+	}
+}
+
+func acquireReleaseAllocs(t *testing.T, cfg Config) {
+	h := newHarness(t, cfg)
 	s := h.session()
 	key := []byte("alloc-key")
 	lock := parse.Request{Op: parse.OpLock, Key: key, Timeout: 0, Lease: 10}
@@ -32,7 +39,10 @@ func TestAcquireReleaseDoesNotAllocate(t *testing.T) {
 		cycle()
 	}
 	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
-		t.Fatalf("acquire+release allocates %.1f times per cycle", n)
+		t.Fatalf("acquire+release (events %d) allocates %.1f times per cycle", cfg.Events, n)
+	}
+	if cfg.Events > 0 && h.eng.EventHead(h.eng.shardFor(key).index) < 2200 {
+		t.Fatal("the events were not recorded")
 	}
 }
 

@@ -48,6 +48,12 @@ const (
 	// timeout). Result.Int is 1 if a parked request was withdrawn, 0 if
 	// none was: its delivery may then already be on its way.
 	KindCancel
+	// KindForceRelease is an operator's release of Req.Key's holder with
+	// Fence (0: every holder) in the namespace of Req.Op (OpRelease: the
+	// lock space, read-write locks included; OpSemRelease: semaphores).
+	// Req.Value says who asked, for the event ring. Result.Int is how
+	// many holders were released (forcerelease.go).
+	KindForceRelease
 )
 
 // Command is one input to the engine: everything Apply needs, so that the

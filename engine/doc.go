@@ -19,6 +19,13 @@
 // decisions, in the same order: the replicas of a cluster, or a recorded
 // log replayed in a test.
 //
+// The lock observatory reads the state without changing it: inspect.go
+// lists keys with their holders and FIFOs, waitgraph.go takes the
+// wait-for snapshot package deadlock searches, and events.go keeps an
+// optional per-shard ring of lock events (Config.Events), recorded under
+// the shard lock each command holds anyway. forcerelease.go is an
+// operator's release of a holder.
+//
 // State is split into shards chosen by xxhash of the key; each shard is a
 // mutex, the key maps, a timer wheel for its leases and timeouts, and free
 // lists that make the uncontended acquire/release path allocation-free.

@@ -114,6 +114,7 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 		return status(parse.StatusError)
 	}
 	leader := sl.sess
+	sh.noteLocked(EventRelease, sl, now)
 	r := sh.dropHolderLocked(sl, evResign)
 	if w := sh.findLeaderWatcherLocked(r.key, leader); w != nil && w.holder {
 		w.holder = false

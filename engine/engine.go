@@ -63,6 +63,12 @@ type Config struct {
 	// earlier, so that a timer driver can wake in time to call Advance.
 	// It runs with the shard's lock held and must not block.
 	OnDeadline func(shard int, at timerwheel.Tick)
+	// Events, if > 0, turns the lock observatory's recording on: a ring
+	// of about this many lock events, split over the shards (at least 16
+	// each), and the grant and queue times of live claims (events.go).
+	// Each event costs 80 bytes, plus the key it names while the
+	// ring holds it. 0 = off: the hooks are a nil check.
+	Events int
 }
 
 // Engine is the state of every primitive: a deterministic state machine.
@@ -164,7 +170,7 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	case KindRequest:
 		return e.request(c, fx)
 	case KindOpen:
-		return Result{Status: parse.StatusOK, Session: e.sessions.open(c.ConnID).id}
+		return Result{Status: parse.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
 	case KindClose:
 		e.closeSession(e.mustSession(c.Session), c.At, c.Keep || e.cfg.KeepOnDisconnect, fx)
 	case KindGC:
@@ -183,6 +189,8 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 		return e.holderFence(c, fx)
 	case KindCancel:
 		return e.cancel(e.mustSession(c.Session), c.Tag, c.At, fx)
+	case KindForceRelease:
+		return e.forceRelease(c, fx)
 	default:
 		panic("engine: Apply of an unknown command kind")
 	}

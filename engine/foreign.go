@@ -55,6 +55,7 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
 		sl.lease = leaseMs
 		sh.armLocked(&sl.timer, now.After(leaseMs))
+		sh.noteLocked(EventRenew, sl, now)
 		sh.touchLocked(r, now)
 		res := sh.grantResult(sl)
 		res.Tag = c.Tag
@@ -113,12 +114,14 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
 		tag := sl.tag
+		sh.noteLocked(EventRelease, sl, now)
 		sh.releaseHolderLocked(sl, now)
 		return Result{Status: parse.StatusOK, Tag: tag}
 	}
 	for sl := r.queue.head; sl != nil; sl = sl.next {
 		if sl.sess == s && sl.blocked && sl.tag != 0 {
 			tag := sl.tag
+			sh.noteLocked(EventCancel, sl, now)
 			r.queue.remove(sl)
 			sh.freeSlotLocked(sl)
 			sh.touchLocked(r, now)
@@ -147,6 +150,7 @@ func (e *Engine) renewFence(s *session, c *Command, fx *Effects) Result {
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
+	sh.noteLocked(EventRenew, sl, now)
 	sh.touchLocked(r, now)
 	return status(parse.StatusOK)
 }

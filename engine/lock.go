@@ -64,6 +64,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl.writer, sl.elect = m.writer, m.elect
 	sl.state = slotWaiting
 	r.queue.pushBack(sl)
+	sh.noteLocked(EventQueue, sl, now)
 	sess.record(sl)
 	sh.touchLocked(r, now)
 	return sl
@@ -116,6 +117,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 	sl.fence = f
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
+	sh.noteLocked(EventGrant, sl, now)
 	sh.counts.grants++
 	sh.armLocked(&sl.timer, now.After(sl.lease))
 	switch {
@@ -187,6 +189,7 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 // expireHolderLocked ends a lease. A two-phase grant nobody has observed
 // yet lapses instead of being freed, so its w can report the loss.
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
+	sh.noteLocked(EventExpire, sl, now) // names the holder that lost the key
 	sh.counts.expiries++
 	if !sl.twoPhase {
 		sh.releaseHolderLocked(sl, now)
@@ -204,6 +207,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 
 // timeoutWaiterLocked ends a wait whose timeout fired.
 func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
+	sh.noteLocked(EventTimeout, sl, now)
 	sh.counts.timeouts++
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
@@ -254,6 +258,7 @@ func (e *Engine) release(ns namespace, key, tok []byte, now timerwheel.Instant, 
 		sh.wrongTokenLocked(ns, key, now)
 		return status(parse.StatusError)
 	}
+	sh.noteLocked(EventRelease, sl, now)
 	sh.releaseHolderLocked(sl, now)
 	return status(parse.StatusOK)
 }
@@ -286,5 +291,6 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64, now timerwh
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
+	sh.noteLocked(EventRenew, sl, now)
 	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}
 }

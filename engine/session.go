@@ -20,6 +20,9 @@ type session struct {
 	id SessionID
 	// connID is the number stats show as owner_conn_id.
 	connID uint64
+	// opened is when the session opened, plus one (the observatory shows
+	// it); 0 for one restored from a snapshot, whose opening is unknown.
+	opened timerwheel.Tick
 	// claims records every slot this session created. Entries go stale
 	// when a slot is freed by anyone (release by token from another
 	// session, lease expiry); the gen stamp recognises them, and
@@ -156,7 +159,7 @@ const (
 type sessionChunk [chunkSize]atomic.Pointer[session]
 
 // open registers a new session and returns it.
-func (t *sessionTable) open(connID uint64) *session {
+func (t *sessionTable) open(connID uint64, at timerwheel.Tick) *session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var idx uint32
@@ -175,7 +178,7 @@ func (t *sessionTable) open(connID uint64) *session {
 	if connID == 0 {
 		connID = t.mu.conns
 	}
-	s := &session{id: SessionID(uint64(t.mu.gens[idx])<<32 | uint64(idx)), connID: connID}
+	s := &session{id: SessionID(uint64(t.mu.gens[idx])<<32 | uint64(idx)), connID: connID, opened: at + 1}
 	t.chunk(idx)[idx%chunkSize].Store(s)
 	return s
 }
@@ -290,6 +293,7 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 		sh.lock(fx)
 		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == tag
 		if found {
+			sh.noteLocked(EventCancel, sl, now)
 			sh.dropWaiterLocked(sl, now)
 		}
 		sh.unlock()
@@ -329,6 +333,7 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, keep bool) {
 	switch sl.state {
 	case slotWaiting:
+		sh.noteLocked(EventDisconnect, sl, now)
 		sh.dropWaiterLocked(sl, now)
 	case slotHolding:
 		if keep {
@@ -336,6 +341,7 @@ func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, ke
 			// free the slot.
 			sl.twoPhase = false
 		} else {
+			sh.noteLocked(EventDisconnect, sl, now)
 			sh.releaseHolderLocked(sl, now)
 		}
 	case slotLapsed:

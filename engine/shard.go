@@ -87,7 +87,10 @@ type shard struct {
 	// counts are this shard's share of Engine.Metrics: plain increments,
 	// since the shard lock is held anyway.
 	counts shardCounts
-	_      [64]byte // keep neighbouring shards' mutexes off one cache line
+	// obs is the observatory's event ring and slot times (events.go);
+	// nil when Config.Events is 0.
+	obs *shardObs
+	_   [64]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
@@ -103,6 +106,9 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.elections = make(map[string]*election)
 	s.wheel = timerwheel.New(now)
 	s.published = math.MaxInt64
+	if e.cfg.Events > 0 {
+		s.obs = newShardObs(e.cfg.Events, len(e.shards))
+	}
 }
 
 // lock takes the shard for a command whose effects go to fx.
@@ -201,6 +207,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 		s.lapsed.remove(sl)
 	}
 	s.wheel.Cancel(&sl.timer)
+	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil

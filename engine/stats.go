@@ -101,7 +101,7 @@ func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.T
 				}
 				continue
 			}
-			asLock := namespace(ns) == nsLock && (!e.cfg.Profile.SharedLockSpace() || r.limit == 1)
+			asLock := e.kindOf(namespace(ns), r) == KeyLock
 			if r.idle() {
 				is := parse.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
 				if asLock {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dflockd-ng/dflockd/internal/conncap"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -27,6 +29,13 @@ type Config struct {
 	// AuthToken, if set, is required as "Authorization: Bearer <token>"
 	// on every route but /health, /ready and /v1/openapi.json.
 	AuthToken string
+	// MetricsToken, if set, is a bearer token accepted on GET /metrics
+	// only: a scraper's credential, which opens nothing else. AuthToken
+	// is accepted there too. Without either, /metrics is open.
+	MetricsToken string
+	// MetricsOpen serves /metrics without a token even with AuthToken
+	// set, for scrapers that hold none (MetricsToken is then unused).
+	MetricsOpen bool
 	// SessionIdleTimeout is advertised to clients (idle_timeout_s);
 	// sessions idle for twice as long are closed. Default 20 s.
 	SessionIdleTimeout time.Duration
@@ -60,6 +69,13 @@ type Config struct {
 	// Logf logs what an operator should see (internal errors, the HTTP
 	// server's own complaints); nil discards.
 	Logf func(format string, args ...any)
+	// Events, if set, logs every 401 with the client's address, the
+	// method and the path (never a token), within its rate limit, as the
+	// line protocol's failed auths are logged.
+	Events *ratelog.Logger
+	// AccessLog, if set, gets one line per request once it is answered:
+	// method, path, status, bytes, duration, remote (observe.go).
+	AccessLog *slog.Logger
 	// Cluster, on a cluster member (whose hub is a cluster hub), serves
 	// GET /v1/readindex and the admin routes (cluster.go); nil: they
 	// answer 404.
@@ -92,6 +108,9 @@ type API struct {
 	idleMs   int64 // sessions idle for this long are closed (2 × the timeout)
 	tokenSum [sha256.Size]byte
 	adminSum [sha256.Size]byte // of Config.AdminToken
+	// metricsSum is Config.MetricsToken's (auth.go).
+	metricsSum [sha256.Size]byte
+
 	mux      *http.ServeMux
 	handler  http.Handler
 	sessions sessionTable
@@ -100,7 +119,11 @@ type API struct {
 	cors     *corsPolicy      // nil: no CORS
 	conns    *conncap.Limiter // HTTP connections per client IP
 	metrics  *httpMetrics     // nil: no Registerer
-	srv      struct {
+	// The lock observatory's event stream and deadlock monitor
+	// (eventstream.go, deadlocks.go).
+	events    *eventStream
+	deadlocks *deadlockMonitor
+	srv       struct {
 		sync.Mutex
 		s *http.Server
 	}
@@ -133,7 +156,11 @@ func New(hub *session.Hub, cfg Config) *API {
 	if cfg.AdminToken != "" {
 		a.adminSum = sha256.Sum256([]byte(cfg.AdminToken))
 	}
+	if cfg.MetricsToken != "" {
+		a.metricsSum = sha256.Sum256([]byte(cfg.MetricsToken))
+	}
 	a.timers = newTimers(a.clock, a.fire)
+	a.events, a.deadlocks = newEventStream(a), newDeadlockMonitor(a, cfg.Registerer)
 	if cfg.RateLimitPerIP > 0 {
 		a.limiter = newRateLimiter(cfg.RateLimitPerIP, cfg.RateLimitBurst)
 	}
@@ -146,7 +173,9 @@ func New(hub *session.Hub, cfg Config) *API {
 	a.handler = a.withCORS(a.handler)
 	if cfg.Registerer != nil {
 		a.metrics = newHTTPMetrics(cfg.Registerer, a)
-		a.handler = a.withMetrics(a.handler)
+	}
+	if a.metrics != nil || cfg.AccessLog != nil {
+		a.handler = a.withObservation(a.handler)
 	}
 	a.timers.driver.Start()
 	return a
@@ -214,7 +243,7 @@ func (a *API) routeTable() []route {
 		op := lr.op
 		rts = append(rts, route{lr.pattern, a.leaderOnly(func(w http.ResponseWriter, r *http.Request) { a.lockCall(w, r, op) })})
 	}
-	return rts
+	return append(rts, a.observatoryRoutes()...)
 }
 
 // unrouted answers requests no route takes: 405 with the methods the path

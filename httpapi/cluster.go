@@ -124,12 +124,7 @@ type (
 // missing or wrong one, and then that this is a cluster's leader. It
 // answers and returns false when the call stops here.
 func (a *API) admin(w http.ResponseWriter, r *http.Request) bool {
-	if a.cfg.AdminToken == "" {
-		writeError(w, http.StatusServiceUnavailable, codeAdminDisabled, "the admin routes need --admin-token (DFLOCKD_ADMIN_TOKEN)")
-		return false
-	}
-	if !sameToken(r.Header.Get(adminHeader), &a.adminSum) {
-		a.refuse(w, r, "")
+	if !a.adminAuthorized(w, r) { // observatory.go
 		return false
 	}
 	if a.cfg.Cluster == nil {

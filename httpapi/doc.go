@@ -39,6 +39,19 @@
 // /v1/readindex and the admin routes that add and remove members are
 // served (cluster.go).
 //
+// The lock observatory (observatory.go, eventstream.go, deadlocks.go,
+// ui.go) shows operators the engine's state: GET /v1/keys and
+// /v1/keys/{key} (holders, FIFO queues, recent events), GET /v1/events
+// (the event rings as server-sent events), GET /v1/deadlocks (package
+// deadlock, on a bounded schedule), a force release for the admin token,
+// and the page at /ui that reads them all.
+//
+// Operators see each request twice over: withObservation counts it for
+// /metrics and, with Config.AccessLog, logs it; every 401 is logged
+// through Config.Events, rate-limited. /metrics takes the clients'
+// token or the scrapers' own (Config.MetricsToken), or none by choice
+// (Config.MetricsOpen) (auth.go).
+//
 // Concurrency: an API is safe for concurrent use; each request runs on
 // its net/http goroutine and reaches the engine only through the hub.
 //

@@ -47,21 +47,10 @@ func newHTTPMetrics(reg prometheus.Registerer, a *API) *httpMetrics {
 	return m
 }
 
-// withMetrics counts every request, whatever answered it (auth, the rate
-// limit, CORS or a route).
-func (a *API) withMetrics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		code := rec.status
-		if code == 0 {
-			code = http.StatusOK // nothing written: net/http answers 200
-		}
-		method, path := methodLabel(r.Method), a.pathLabel(r)
-		a.metrics.requests.WithLabelValues(method, path, statusLabel(code)).Inc()
-		a.metrics.duration.WithLabelValues(method, path).Observe(time.Since(start).Seconds())
-	})
+// count counts one answered request (observe.go measures it).
+func (m *httpMetrics) count(method, path string, code int, took time.Duration) {
+	m.requests.WithLabelValues(method, path, statusLabel(code)).Inc()
+	m.duration.WithLabelValues(method, path).Observe(took.Seconds())
 }
 
 // pathLabel is the pattern of the route that took r: the mux records it
@@ -105,27 +94,3 @@ func statusLabel(code int) string {
 	}
 	return strconv.Itoa(code)
 }
-
-// statusRecorder notes the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (readJSON sets
-// read deadlines through it).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -4,7 +4,10 @@
 // scrape time. Nothing here runs on the request path: the engine counts
 // events with plain increments under locks it holds anyway, transports
 // count requests with one uncontended atomic add (session.Counters), and
-// a scrape sums them.
+// a scrape sums them. The exceptions are a cluster member's RaftEvents
+// (raft.go), observed as raft moves: once per leader change or per batch
+// of requests, never per request. dflockd_build_info (build.go) says
+// which binary runs.
 //
 // Names follow dflockd v2's /metrics where it has one (dflockd_ready,
 // dflockd_connections, dflockd_locks_held, dflockd_lock_waiters,
@@ -45,6 +48,12 @@ type Sources struct {
 	// Raft, on a cluster member, reads its raft state for the
 	// dflockd_raft_* metrics (raft.go).
 	Raft func() Raft
+	// RaftEvents, on a cluster member, are its leader change counter and
+	// commit and apply histograms (raft.go).
+	RaftEvents *RaftEvents
+	// Build labels dflockd_build_info (build.go); a zero Version leaves
+	// it out.
+	Build Build
 	// FDExhausted and FDRefused, if set, count accepts that failed for
 	// want of file descriptors and the connections refused then
 	// (internal/fdguard).
@@ -58,6 +67,12 @@ func NewRegistry(src Sources) *prometheus.Registry {
 	reg.MustRegister(newCollector(src))
 	if src.Raft != nil {
 		reg.MustRegister(newRaftCollector(src.Raft))
+	}
+	if src.RaftEvents != nil {
+		reg.MustRegister(src.RaftEvents.collectors()...)
+	}
+	if src.Build.Version != "" {
+		reg.MustRegister(buildInfo(src.Build))
 	}
 	reg.MustRegister(collectors.NewGoCollector())
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

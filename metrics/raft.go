@@ -85,6 +85,55 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("dflockd_raft_voters", float64(r.Voters))
 }
 
+// RaftEvents are a cluster member's raft metrics that are counted as
+// things happen rather than read at a scrape: leader changes, and the
+// leader's commit and apply times (cluster.Observer, which cmd/dflockd
+// feeds with these methods). One observation per leader change or per
+// batch, never per request.
+type RaftEvents struct {
+	leaderChanges prometheus.Counter
+	commit, apply prometheus.Histogram
+}
+
+// raftLatencyBuckets span a commit on one machine's fsync (under a
+// millisecond) to one stuck behind a slow disk or a lost follower
+// (seconds); past 2.5 s an election timeout has long passed.
+var raftLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+
+// NewRaftEvents returns the instruments, at zero; NewRegistry registers
+// them when Sources.RaftEvents names them.
+func NewRaftEvents() *RaftEvents {
+	return &RaftEvents{
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dflockd_raft_leader_changes_total",
+			Help: "Leader changes this member has seen (the first leader it learnt of included).",
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dflockd_raft_commit_duration_seconds",
+			Help:    "On the leader: time from appending an entry to its raft log to the entry being committed and handed to the replica, per entry (one batch of requests each).",
+			Buckets: raftLatencyBuckets,
+		}),
+		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dflockd_raft_apply_duration_seconds",
+			Help:    "On the leader: time from proposing a batch of requests to raft to its being applied to the leader's replica, per batch.",
+			Buckets: raftLatencyBuckets,
+		}),
+	}
+}
+
+// LeaderChanged counts a leader change.
+func (e *RaftEvents) LeaderChanged() { e.leaderChanges.Inc() }
+
+// ObserveCommit records one entry's commit time.
+func (e *RaftEvents) ObserveCommit(d time.Duration) { e.commit.Observe(d.Seconds()) }
+
+// ObserveApply records one batch's apply time.
+func (e *RaftEvents) ObserveApply(d time.Duration) { e.apply.Observe(d.Seconds()) }
+
+func (e *RaftEvents) collectors() []prometheus.Collector {
+	return []prometheus.Collector{e.leaderChanges, e.commit, e.apply}
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1

@@ -62,3 +62,45 @@ dflockd_raft_leader 1
 		t.Fatal(err)
 	}
 }
+
+// RaftEvents count leader changes and bucket the commit and apply times,
+// registered beside the scrape-time raft metrics.
+func TestRaftEvents(t *testing.T) {
+	ev := NewRaftEvents()
+	hub := session.NewHub(session.Config{}, nil, timerwheel.NewMonoClock())
+	reg := NewRegistry(Sources{Hub: hub, RaftEvents: ev})
+	ev.LeaderChanged()
+	ev.LeaderChanged()
+	ev.ObserveCommit(3 * time.Millisecond)
+	ev.ObserveApply(700 * time.Microsecond)
+	ev.ObserveApply(4 * time.Second)
+	want := `
+# HELP dflockd_raft_leader_changes_total Leader changes this member has seen (the first leader it learnt of included).
+# TYPE dflockd_raft_leader_changes_total counter
+dflockd_raft_leader_changes_total 2
+# HELP dflockd_raft_apply_duration_seconds On the leader: time from proposing a batch of requests to raft to its being applied to the leader's replica, per batch.
+# TYPE dflockd_raft_apply_duration_seconds histogram
+dflockd_raft_apply_duration_seconds_bucket{le="0.0005"} 0
+dflockd_raft_apply_duration_seconds_bucket{le="0.001"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.0025"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.005"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.01"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.025"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.05"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.1"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.25"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="0.5"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="1"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="2.5"} 1
+dflockd_raft_apply_duration_seconds_bucket{le="+Inf"} 2
+dflockd_raft_apply_duration_seconds_sum 4.0007
+dflockd_raft_apply_duration_seconds_count 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"dflockd_raft_leader_changes_total", "dflockd_raft_apply_duration_seconds"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "dflockd_raft_commit_duration_seconds"); err != nil || n != 1 {
+		t.Fatalf("commit histogram: %d series, %v", n, err)
+	}
+}

@@ -171,28 +171,15 @@ func doAdmin(hc *http.Client, req *http.Request) (*adminAnswer, error) {
 // adminOutcome prints the answer of the member that took the call, and
 // returns the exit code for it.
 func (c *cli) adminOutcome(g *globals, name, id string, a *adminAnswer) int {
-	why := a.Error
-	if a.Detail != "" {
-		why += ": " + a.Detail
+	if a.status != http.StatusOK {
+		return c.failure(name, a) // observecmd.go
 	}
-	switch {
-	case a.status == http.StatusOK:
-		verb := "added"
-		if strings.HasSuffix(name, "remove") {
-			verb = "removed"
-		}
-		c.emit(g, id+" "+verb, rawJSON(strings.TrimSpace(string(a.raw))))
-		return exitOK
-	case a.status == http.StatusUnauthorized:
-		return c.fail(exitNoPerm, "%s: the server rejected the admin token (or the auth token)", name)
-	case a.Error == "admin_disabled":
-		return c.fail(exitFailure, "%s: the server has no --admin-token: its admin API is off", name)
-	case a.status == http.StatusBadRequest:
-		return c.fail(exitUsage, "%s: refused: %s", name, why)
-	case a.Error != "":
-		return c.fail(exitFailure, "%s: %d %s", name, a.status, why)
+	verb := "added"
+	if strings.HasSuffix(name, "remove") {
+		verb = "removed"
 	}
-	return c.fail(exitFailure, "%s: unexpected answer %d %q (is this dflockd-ng's HTTP API?)", name, a.status, a.raw)
+	c.emit(g, id+" "+verb, rawJSON(strings.TrimSpace(string(a.raw))))
+	return exitOK
 }
 
 // adminToken resolves the admin token as the auth token is: the flag,

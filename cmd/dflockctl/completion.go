@@ -35,10 +35,10 @@ var (
 		"file":    {"--tag", "--stale", "--pid", "--timeout", "--verbose", "--force"},
 		"cluster": {"--http", "--admin-token", "--admin-token-file"},
 	}
-	globalFlags = []string{"--server", "-h", "-p", "--endpoints", "--cluster", "--auth-token", "--auth-token-file", "--tls", "--tls-ca",
+	globalFlags = []string{"--server", "-h", "-p", "--endpoints", "--cluster", "--stable-ref", "--auth-token", "--auth-token-file", "--tls", "--tls-ca",
 		"--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure", "--json", "--help"}
 	// valueFlags take the next word as their value; pathFlags a path.
-	valueFlags = []string{"--server", "-h", "-p", "--endpoints", "--auth-token", "--tls-server-name", "--http", "--admin-token"}
+	valueFlags = []string{"--server", "-h", "-p", "--endpoints", "--stable-ref", "--auth-token", "--tls-server-name", "--http", "--admin-token"}
 	pathFlags  = []string{"--auth-token-file", "--tls-ca", "--tls-cert", "--tls-key", "--admin-token-file"}
 )
 

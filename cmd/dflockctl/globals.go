@@ -37,6 +37,7 @@ type globals struct {
 	server, token, tokenFile              string
 	host, port                            string // -h, -p: redis-cli's spelling of the server
 	endpoints                             string // --endpoints: etcdctl's
+	stableRef                             string // --stable-ref: the connection's identity in a cluster
 	cluster, json                         bool
 	tls, tlsInsecure                      bool
 	tlsCA, tlsCert, tlsKey, tlsServerName string
@@ -50,7 +51,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.host, "h", g.host, "server `HOST`, as redis-cli's -h (default $"+envHost+", else "+defaultHost+"); -h alone prints help")
 	fs.StringVar(&g.port, "p", g.port, "server `PORT`, as redis-cli's -p (default $"+envPort+", else "+defaultPort+")")
 	fs.StringVar(&g.endpoints, "endpoints", g.endpoints, "servers `HOST:PORT[,...]`, as etcdctl's: the first that answers serves every key; with --cluster, one cluster's members")
-	fs.BoolVar(&g.cluster, "cluster", g.cluster, "the servers are members of one cluster: follow not-leader redirects among them")
+	fs.BoolVar(&g.cluster, "cluster", g.cluster, "the servers are members of one cluster: follow not-leader redirects among them, wait for a leader in a failover")
+	fs.StringVar(&g.stableRef, "stable-ref", g.stableRef, "send stable-ref `REF` first on every connection: a cluster with --orphan-ttl hands a closed connection's locks and queue places to the next that presents it")
 	fs.StringVar(&g.token, "auth-token", g.token, "auth `TOKEN` (visible in ps; prefer $"+envAuthToken+" or a file)")
 	fs.StringVar(&g.tokenFile, "auth-token-file", g.tokenFile, "read the auth token from `FILE`")
 	fs.BoolVar(&g.tls, "tls", g.tls, "connect over TLS (implied by the other --tls-* options)")
@@ -127,6 +129,7 @@ func (g *globals) resolve(getenv func(string) string) (settings, error) {
 		s.dialer.Members, s.dialer.MaxRedirects = s.servers, -1
 	}
 	s.dialer.ReplyTimeout = replyTimeout
+	s.dialer.StableRef = g.stableRef
 	var err error
 	switch {
 	case g.token != "":

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -106,16 +107,51 @@ func electKind() holdKind {
 type grant struct {
 	token string
 	lease int
+	at    time.Time // when the grant arrived: the lease began before
 }
 
-// holding adapts a connection to the renewer the lease keeper needs.
+// holding is the hold's connection, as the lease keeper renews on it and
+// the release uses it. With --cluster or --endpoints (rides), a
+// connection that broke (its member died: a failover) is replaced by a
+// new one to the cluster, where the hold is renewed and released by
+// token: a cluster keeps the holds of a leader that died until their
+// leases end.
 type holding struct {
-	conn *client.Conn
-	kind holdKind
+	s     *session
+	key   string
+	kind  holdKind
+	rides bool
+
+	mu   sync.Mutex
+	conn *client.Conn // unbound from any context
 }
 
-func (h holding) Renew(ctx context.Context, key, token string, lease int) (int, error) {
-	return h.kind.renew(h.conn.WithContext(ctx), key, token, lease)
+func newHolding(s *session, key string, kind holdKind, conn *client.Conn) *holding {
+	return &holding{s: s, key: key, kind: kind, rides: len(s.s.dialer.Members) > 0, conn: conn}
+}
+
+// current returns the connection to use, dialling the cluster again
+// (the client waits for a leader) if the one in use broke.
+func (h *holding) current(ctx context.Context) (*client.Conn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn.Err() == nil || !h.rides {
+		return h.conn, nil
+	}
+	conn, err := h.s.cl.Conn(ctx, h.key)
+	if err != nil {
+		return nil, err
+	}
+	h.conn = conn.WithContext(context.Background())
+	return h.conn, nil
+}
+
+func (h *holding) Renew(ctx context.Context, key, token string, lease int) (int, error) {
+	conn, err := h.current(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return h.kind.renew(conn.WithContext(ctx), key, token, lease)
 }
 
 type lockFlags struct {
@@ -203,7 +239,7 @@ func (c *cli) hold(g *globals, args []string, usage string, election bool) int {
 	if conn == nil {
 		return code
 	}
-	h := holding{conn, kind}
+	h := newHolding(s, key, kind, conn)
 
 	cmd.Env = append(os.Environ(),
 		envLockKey+"="+key, envLockToken+"="+gr.token, envLockLease+"="+strconv.Itoa(gr.lease))
@@ -241,7 +277,7 @@ func (c *cli) acquireWhileWatching(sigs <-chan os.Signal, s *session, kind holdK
 		case err == nil:
 			// Unbound from ctx, which ends with this function: renewals
 			// and the release come later.
-			done <- result{conn: conn.WithContext(context.Background()), gr: grant{token, granted}}
+			done <- result{conn: conn.WithContext(context.Background()), gr: grant{token, granted, time.Now()}}
 			return
 		case errors.Is(err, client.ErrTimeout):
 			code = c.fail(exitBusy, "%s: timed out after %ds waiting for %q", kind.name, timeout, key)
@@ -265,10 +301,10 @@ func (c *cli) acquireWhileWatching(sigs <-chan os.Signal, s *session, kind holdK
 // supervise runs until CMD exits: it forwards signals, keeps the lease
 // alive and reports (and with killOnLost acts on) its loss. It returns
 // whether the lease was lost.
-func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, h holding, key string, gr grant, every time.Duration, killOnLost bool) bool {
+func (c *cli) supervise(cmd *exec.Cmd, sigs <-chan os.Signal, h *holding, key string, gr grant, every time.Duration, killOnLost bool) bool {
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	kept := make(chan error, 1)
-	go func() { kept <- keepLease(keepCtx, h, key, gr.token, gr.lease, every) }()
+	go func() { kept <- keepLease(keepCtx, h, key, gr, every, h.rides) }()
 	exited := make(chan struct{})
 	go func() {
 		cmd.Wait() // the status is read from cmd.ProcessState
@@ -314,11 +350,17 @@ func (c *cli) warnLost(what, key string, err error, killing bool) {
 	fmt.Fprintf(c.stderr, "dflockctl: warning: lost %s on %q: %v; %s\n", noun, key, err, also)
 }
 
-// release gives the hold back; failure only warrants a warning, because
-// closing the connection afterwards releases it too on servers with
-// auto-release (the default), and the lease runs out otherwise.
-func (c *cli) release(h holding, key string, gr grant) {
-	if err := h.kind.release(h.conn, key, gr.token); err != nil {
+// release gives the hold back (by token on a new connection if a
+// failover broke the one it was granted on); failure only warrants a
+// warning, because closing the connection afterwards releases it too on
+// servers with auto-release (the default), and the lease runs out
+// otherwise.
+func (c *cli) release(h *holding, key string, gr grant) {
+	conn, err := h.current(context.Background())
+	if err == nil {
+		err = h.kind.release(conn, key, gr.token)
+	}
+	if err != nil {
 		fmt.Fprintf(c.stderr, "dflockctl: warning: releasing %q: %v\n", key, err)
 	}
 }

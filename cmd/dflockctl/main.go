@@ -64,6 +64,10 @@ Server commands:
 Cluster membership (the leader's HTTP admin API):
   cluster add ID RAFT_ADDR CLIENT_ADDR | cluster remove ID   [--http HOST:PORT,...] [--admin-token T]
 
+Lock observatory (the server's HTTP API):
+  locks [PREFIX] [--kind K,...]    deadlocks                        [--http HOST:PORT,...]
+  admin release KEY [--fence F] [--reason TEXT] [--admin-token T]
+
 File locks (no server):
   file try|acquire|release|status|cleanup PATH [options]
 
@@ -75,6 +79,7 @@ Global options (before or after the command):
   -h HOST, -p PORT                   server host and port, as redis-cli's (-h alone: this help)
   --endpoints HOST:PORT[,...]        as etcdctl's: the first that answers serves every key
   --cluster                          the servers are members of one cluster: follow leader redirects
+  --stable-ref REF                   present REF on connecting (a cluster's --orphan-ttl re-adoption)
   --auth-token T, --auth-token-file F
   --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --tls-insecure
   --json                             machine-readable output
@@ -109,6 +114,9 @@ func init() {
 		"stats":       {run: (*cli).stats, interactive: true},
 		"raw":         {run: (*cli).raw, interactive: true},
 		"cluster":     {run: (*cli).cluster},
+		"locks":       {run: (*cli).locks},
+		"deadlocks":   {run: (*cli).deadlocks},
+		"admin":       {run: (*cli).admin},
 		"interactive": {run: (*cli).interactive},
 		"completion":  {run: (*cli).completion},
 		"version":     {run: (*cli).printVersion, interactive: true},

@@ -1,8 +1,9 @@
 package main
 
 // Cluster mode (spec §G): with --raft-dir the server is one member of a
-// raft cluster (package cluster). Its client listener is served by the
-// gnet loops (package loop; netconn with TLS) over a cluster hub: every
+// raft cluster (package cluster). Its client listener is served by
+// package netconn (or, with --cluster-loops, the gnet loops of package
+// loop) over a cluster hub: every
 // request but stats goes
 // through the replicated log, a follower answers error_not_leader
 // <leader's client address>, and a leader that stops leading answers the
@@ -28,6 +29,7 @@ import (
 	"github.com/dflockd-ng/dflockd/cluster"
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/loop"
+	"github.com/dflockd-ng/dflockd/metrics"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/relay"
@@ -45,6 +47,7 @@ type ClusterConfig struct {
 	AdvertiseAddr string        // --advertise-addr: this node's client address
 	Bootstrap     bool          // --cluster-bootstrap
 	Forward       bool          // --cluster-forward: followers relay client connections to the leader (package relay, forward.go)
+	Loops         bool          // --cluster-loops: plain-TCP clients on the gnet loops, not netconn
 	OrphanTTL     time.Duration // --orphan-ttl: stable-ref orphans kept this long (0: off)
 	RaftToken     string        // --raft-auth-token, or the content of RaftTokenFile
 	RaftTokenFile string        // --raft-auth-token-file
@@ -92,6 +95,9 @@ func checkCluster(cfg *Config) error {
 		var errs []error
 		if c.NodeID != "" || c.RaftAddr != "" || c.Peers != "" || c.Bootstrap {
 			errs = append(errs, errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)"))
+		}
+		if c.Loops {
+			errs = append(errs, errors.New("--cluster-loops needs --raft-dir (cluster mode): a single node's clients are on the gnet loops already"))
 		}
 		if c.Forward {
 			errs = append(errs, errors.New("--cluster-forward needs --raft-dir (cluster mode): only a cluster member has a leader to forward to"))
@@ -212,6 +218,10 @@ type clusterServer struct {
 	fw       *relay.Relay // --cluster-forward; nil without
 	shutdown time.Duration
 	shut     chan struct{}
+
+	// raftEvents are the member's leader changes and commit and apply
+	// times, for /metrics (http.go).
+	raftEvents *metrics.RaftEvents
 }
 
 // newClusterServer opens the node's storage, binds the raft and client
@@ -224,12 +234,17 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	if err != nil {
 		return nil, err
 	}
+	// raft's lines go through the server's log, in its format (text or
+	// JSON), marked component=raft; its Info lines (elections, every
+	// replication pipeline started) only with --debug.
 	level := hclog.Warn
 	if cfg.Debug {
 		level = hclog.Debug
 	}
-	rlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: os.Stderr,
-		JSONFormat: cfg.LogFormat == "json"})
+	rlog := cluster.RaftLogger(log, level)
+	// raft-wal logs through hclog's default logger (it takes no other
+	// unless OpenStorage gave one): make that one ours too.
+	hclog.SetDefault(rlog)
 	storage, err := cluster.OpenStorage(c.RaftDir, cluster.StorageConfig{
 		LogOutput: rlog.StandardWriter(&hclog.StandardLoggerOptions{}), Log: log,
 		ID: raft.ServerID(c.NodeID), Peers: len(peers), Recover: c.Recover, AcceptLoss: c.AcceptLoss,
@@ -275,7 +290,10 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	}
 	rc := cluster.DefaultRaft()
 	rc.Logger = rlog
+	events := metrics.NewRaftEvents() // /metrics registers them, with --http-port
 	node, err := cluster.New(cluster.Config{
+		Observer: cluster.Observer{LeaderChange: events.LeaderChanged, Commit: events.ObserveCommit,
+			Apply: events.ObserveApply},
 		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Stable,
 		Snapshots: storage.Snaps, Raft: rc, Output: out, ClientAddrs: addrs,
 		GCInterval: cfg.GCInterval, OrphanTTL: c.OrphanTTL,
@@ -297,13 +315,20 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 			return nil, fmt.Errorf("--cluster-bootstrap: %w", err)
 		}
 	}
-	// Plain TCP clients are served by the gnet loops, as on a single
-	// node; TLS ones by netconn.
+	// Clients are served by netconn (a goroutine per connection, on Go's
+	// netpoller) unless --cluster-loops puts plain-TCP ones on the gnet
+	// loops, as on a single node. netconn is the default because it
+	// measured cheaper for a member: its connections hand requests to
+	// the raft goroutines and take their answers back, and a gnet loop
+	// blocks in epoll outside Go's scheduler, so each such hand-off costs
+	// more (PERF.md, "Cluster").
 	var srv clientServer
 	var serve func() error
-	if certs != nil {
-		ncfg.TLS = certs.Config()
-		ncfg.HandshakeTimeout = cfg.ReadTimeout
+	if certs != nil || !c.Loops {
+		if certs != nil {
+			ncfg.TLS = certs.Config()
+			ncfg.HandshakeTimeout = cfg.ReadTimeout
+		}
 		ns := netconn.New(hub, ncfg)
 		srv, serve = ns, func() error { return ns.Serve(client, session.Dflockd) }
 	} else {
@@ -315,7 +340,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	if fw != nil {
 		fw.SetServer(srv)
 	}
-	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve,
+	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve, raftEvents: events,
 		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
 }
 

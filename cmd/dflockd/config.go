@@ -282,6 +282,9 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 	if err := checkHTTP(&cfg); err != nil {
 		errs = append(errs, err)
 	}
+	if err := resolveMetricsToken(&cfg.HTTP); err != nil { // metricsauth.go
+		errs = append(errs, err)
+	}
 	if err := resolveAdminToken(&cfg.Cluster); err != nil { // admin.go
 		errs = append(errs, err)
 	}

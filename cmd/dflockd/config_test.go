@@ -532,7 +532,7 @@ func TestConfigUnsupportedRefused(t *testing.T) {
 	}
 	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_SSE_PING_S": "15"}, "DFLOCKD_HTTP_SSE_PING_S: the HTTP API's SSE signal routes")
 	// Secrets are not echoed.
-	msg := wantErr(t, []string{"--admin-token=hunter2"}, nil, "--admin-token")
+	msg := wantErr(t, []string{"--admin-token=hunter2\x01"}, nil, "--admin-token")
 	if strings.Contains(msg, "hunter") {
 		t.Errorf("error %q echoes a secret", msg)
 	}

@@ -25,6 +25,9 @@ const (
 	maxLoops = 4096
 	// maxInt is the largest int on this platform.
 	maxInt = math.MaxInt
+	// maxObservatoryEvents bounds the event ring at 1.25 GiB: more is a
+	// typo, not a timeline anyone reads.
+	maxObservatoryEvents = 1 << 24
 )
 
 // valueKind says how a setting's text is parsed.
@@ -201,6 +204,22 @@ var settingGroups = []settingGroup{
 		{flag: "http-cors-allowed-origins", env: "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", kind: kindString, arg: "LIST",
 			usage: "origins browsers may call the HTTP API from, comma-separated ('*' = any; unset = no CORS)",
 			field: func(c *Config) any { return &c.HTTP.CORSAllowedOrigins }},
+		{flag: "http-access-log", env: "DFLOCKD_HTTP_ACCESS_LOG", kind: kindBool,
+			usage: "log one line per HTTP request: method, path, status, bytes, duration, remote (401s are logged without it)",
+			field: func(c *Config) any { return &c.HTTP.AccessLog }},
+		{flag: "metrics-token", env: "DFLOCKD_METRICS_TOKEN", kind: kindString, arg: "TOKEN",
+			usage: "bearer token for scrapers, good on /metrics only (the --auth-token is accepted there too)",
+			field: func(c *Config) any { return &c.HTTP.MetricsToken }},
+		{flag: "metrics-token-file", env: "DFLOCKD_METRICS_TOKEN_FILE", kind: kindString, arg: "FILE",
+			usage: "read the metrics token from this file (contents trimmed) when --metrics-token is unset",
+			field: func(c *Config) any { return &c.HTTP.MetricsTokenFile }},
+		{flag: "metrics-auth", env: "DFLOCKD_METRICS_AUTH", kind: kindString, arg: "MODE", choices: []string{metricsAuthToken, metricsAuthNone},
+			def:   metricsAuthToken, // the zero value, unset, means it
+			usage: "token: /metrics wants --auth-token or --metrics-token when one is set; none: /metrics is open, even with --auth-token",
+			field: func(c *Config) any { return &c.HTTP.MetricsAuth }},
+		{flag: "observatory-events", env: "DFLOCKD_OBSERVATORY_EVENTS", kind: kindInt, min: 0, max: maxObservatoryEvents, arg: "N",
+			usage: "lock events the observatory keeps for /ui and /v1/events, 0..16777216, 80 bytes each plus their keys (0 = none, and no grant or wait times)",
+			field: func(c *Config) any { return &c.HTTP.ObservatoryEvents }},
 	}},
 	{"Cluster (spec §G): --raft-dir makes this server one member of a raft cluster", []setting{
 		{flag: "raft-dir", env: "DFLOCKD_RAFT_DIR", kind: kindString, arg: "DIR",
@@ -230,6 +249,9 @@ var settingGroups = []settingGroup{
 		{flag: "cluster-forward", env: "DFLOCKD_CLUSTER_FORWARD", kind: kindBool,
 			usage: "a follower relays each client connection to the leader, for clients that do not follow error_not_leader",
 			field: func(c *Config) any { return &c.Cluster.Forward }},
+		{flag: "cluster-loops", env: "DFLOCKD_CLUSTER_LOOPS", kind: kindBool,
+			usage: "serve this member's plain-TCP clients on the gnet loops instead of a goroutine per connection (see PERF.md)",
+			field: func(c *Config) any { return &c.Cluster.Loops }},
 		{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
 			usage: "keep a closed connection's locks and queue places this long for a new connection presenting its stable-ref (0: off; cluster mode)",
 			field: func(c *Config) any { return &c.Cluster.OrphanTTL }},
@@ -249,7 +271,7 @@ var settingGroups = []settingGroup{
 			usage: "CA that signed every member's raft certificate",
 			field: func(c *Config) any { return &c.Cluster.RaftTLSCA }},
 		{flag: "admin-token", env: "DFLOCKD_ADMIN_TOKEN", kind: kindString, arg: "TOKEN",
-			usage: "token of the HTTP admin routes that add and remove members (X-Dflockd-Admin); unset: they answer 503",
+			usage: "token of the HTTP admin routes (X-Dflockd-Admin): force release of a lock, and on a cluster adding and removing members; unset: they answer 503",
 			field: func(c *Config) any { return &c.Cluster.AdminToken }},
 		{flag: "admin-token-file", env: "DFLOCKD_ADMIN_TOKEN_FILE", kind: kindString, arg: "FILE",
 			usage: "read the admin token from this file (contents trimmed) when --admin-token is unset",

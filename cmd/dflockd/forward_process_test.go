@@ -240,7 +240,9 @@ print("python ok")
 // TestClusterForwardDeposedLeaderHangsUp: a leader that is deposed (here
 // paused while the others elect another) answers its waiting request
 // error_not_leader, then closes its client connections, so that clients
-// reconnect; a new connection to it is relayed to the new leader.
+// reconnect; a new connection to it is relayed to the new leader. Over
+// both client transports: netconn, and the gnet loops (--cluster-loops),
+// whose hang-up and answers to a paused connection are their own.
 func TestClusterForwardDeposedLeaderHangsUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process, tens of seconds")
@@ -248,7 +250,19 @@ func TestClusterForwardDeposedLeaderHangsUp(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the relays in /proc")
 	}
-	ms := startMembersWith(t, 3, "--cluster-forward")
+	for _, tr := range []string{"netconn", "loops"} {
+		t.Run(tr, func(t *testing.T) {
+			extra := []string{"--cluster-forward"}
+			if tr == "loops" {
+				extra = append(extra, "--cluster-loops")
+			}
+			testDeposedLeaderHangsUp(t, extra)
+		})
+	}
+}
+
+func testDeposedLeaderHangsUp(t *testing.T, extra []string) {
+	ms := startMembersWith(t, 3, extra...)
 	ldr, conns := forwardRoles(t, ms, nil)
 	holder := conns[ldr]
 	grantFence(t, holder.do("l", "held", "0 60", 10*time.Second))

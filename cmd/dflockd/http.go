@@ -7,13 +7,16 @@ package main
 // (package metrics) is served there, as in dflockd v2. With --tls-cert the
 // HTTP listener speaks HTTPS with the same certificate store, so one
 // SIGHUP reloads both. On a cluster member it is served over the
-// member's cluster hub (http_cluster.go).
+// member's cluster hub (http_cluster.go). /metrics takes a scrapers' token
+// of its own, or none by choice (metricsauth.go); 401s are logged, and
+// every request with --http-access-log.
 
 import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
 
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -24,6 +27,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
 	"github.com/dflockd-ng/dflockd/httpapi"
+	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/metrics"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
@@ -47,6 +51,20 @@ type HTTPConfig struct {
 	// "*" = any, "" = no CORS. Kept as written so that Config stays
 	// comparable; corsOrigins splits it.
 	CORSAllowedOrigins string
+	// AccessLog: --http-access-log, DFLOCKD_HTTP_ACCESS_LOG: one log
+	// line per request.
+	AccessLog bool
+	// MetricsToken: --metrics-token, or the content of MetricsTokenFile
+	// (--metrics-token-file): a bearer token good for /metrics only
+	// (metricsauth.go). MetricsAuth: --metrics-auth, "token" or "none";
+	// "" (unset) is "token".
+	MetricsToken     string
+	MetricsTokenFile string
+	MetricsAuth      string
+	// ObservatoryEvents: --observatory-events, DFLOCKD_OBSERVATORY_EVENTS:
+	// the lock observatory's event ring (engine.Config.Events); 0 = off.
+	// Recorded only with the HTTP API, the only way to read it.
+	ObservatoryEvents int
 }
 
 // checkHTTP refuses what cannot be served: the HTTP API on a port another
@@ -105,6 +123,10 @@ type httpSources struct {
 	start     time.Time
 	logf      func(format string, args ...any)
 	guard     *fdguard.Guard // the listeners' descriptor guard
+	// log is the server's log (the access log's lines), events its
+	// rate-limited log of client incidents (401s).
+	log    *slog.Logger
+	events *ratelog.Logger
 }
 
 // newHTTPAPI builds the HTTP API of cfg over src.hub, with /metrics over
@@ -113,17 +135,21 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	var api *httpapi.API
 	var eng *engine.Engine // nil: the hub's at each scrape, a cluster replica's
 	var rm func() metrics.Raft
+	var re *metrics.RaftEvents
 	if src.member != nil {
 		// The replica's fences are the log's, not the local allocator's.
 		src.hub, rm, src.fences = src.member.hub, raftMetrics(src.member.node), nil
+		re = src.member.raftEvents
 	} else {
 		eng = src.hub.Engine()
 	}
 	reg := metrics.NewRegistry(metrics.Sources{
-		Engine: eng,
-		Raft:   rm,
-		Hub:    src.hub,
-		Fences: src.fences,
+		Engine:     eng,
+		Raft:       rm,
+		RaftEvents: re,
+		Build:      metrics.Build{Version: version, Profile: cfg.Compat},
+		Hub:        src.hub,
+		Fences:     src.fences,
 		Transports: map[string]func() int{
 			src.transport: src.conns,
 			// api is set below, before anything serves a scrape.
@@ -136,6 +162,8 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	})
 	acfg := httpapi.Config{
 		AuthToken:           cfg.AuthToken,
+		MetricsToken:        cfg.HTTP.MetricsToken,
+		MetricsOpen:         cfg.HTTP.MetricsAuth == metricsAuthNone,
 		SessionIdleTimeout:  cfg.HTTP.SessionIdleTimeout,
 		MaxSessions:         cfg.HTTP.MaxSessions,
 		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
@@ -147,12 +175,19 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		Metrics:             promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Registerer:          reg,
 		Logf:                src.logf,
+		Events:              src.events,
+	}
+	if cfg.HTTP.AccessLog {
+		acfg.AccessLog = src.log
 	}
 	if src.certs != nil {
 		acfg.TLS = src.certs.Config()
 	}
+	// The admin token guards the observatory's force release on any
+	// server, and a cluster's membership routes.
+	acfg.AdminToken = cfg.Cluster.AdminToken
 	if src.member != nil {
-		acfg.Cluster, acfg.AdminToken = src.member.node, cfg.Cluster.AdminToken
+		acfg.Cluster = src.member.node
 	}
 	api = httpapi.New(src.hub, acfg)
 	return api
@@ -175,4 +210,13 @@ func shutdownContext(timeout time.Duration) (context.Context, context.CancelFunc
 		return context.WithCancel(context.Background())
 	}
 	return context.WithTimeout(context.Background(), timeout)
+}
+
+// observatoryEvents is the engine's event ring: only a server that
+// serves the HTTP API records events, since nothing else reads them.
+func observatoryEvents(cfg Config) int {
+	if cfg.HTTP.Port == 0 {
+		return 0
+	}
+	return cfg.HTTP.ObservatoryEvents
 }

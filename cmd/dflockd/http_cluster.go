@@ -28,47 +28,49 @@ import (
 // and net/http reads at most 1 MiB of them.
 const maxAdminToken = 4096
 
-// resolveAdminToken reads --admin-token-file when --admin-token is not
-// given (either from its flag or its variable), trims it, and checks it:
-// it must be a single header value, and it needs cluster mode (the
-// admin routes change a cluster's membership). The token is never
-// echoed.
+// resolveAdminToken resolves --admin-token (resolveHeaderToken). It
+// serves a single node too (the observatory's force release), so it does
+// not need cluster mode. The token is never echoed.
 func resolveAdminToken(c *ClusterConfig) error {
-	c.AdminToken = strings.TrimSpace(c.AdminToken)
-	what := "--admin-token (DFLOCKD_ADMIN_TOKEN)"
-	if c.AdminToken == "" && c.AdminTokenFile != "" {
-		what = fmt.Sprintf("--admin-token-file (DFLOCKD_ADMIN_TOKEN_FILE) %q", c.AdminTokenFile)
-		b, err := readTokenFile(c.AdminTokenFile)
+	_, err := resolveHeaderToken(&c.AdminToken, c.AdminTokenFile, "--admin-token", "DFLOCKD_ADMIN_TOKEN")
+	return err
+}
+
+// resolveHeaderToken reads flag's -file setting (file) when the token is
+// not given (from its flag or its variable env), trims it, and checks it
+// is a single HTTP header value of at most maxAdminToken bytes. It
+// returns how to name the token's source in an error; the token is never
+// echoed.
+func resolveHeaderToken(token *string, file, flag, env string) (what string, err error) {
+	*token = strings.TrimSpace(*token)
+	what = flag + " (" + env + ")"
+	if *token == "" && file != "" {
+		what = fmt.Sprintf("%s-file (%s_FILE) %q", flag, env, file)
+		b, err := readTokenFile(file)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return fmt.Errorf("%s: cannot read the token: %v", what, err)
+			return what, fmt.Errorf("%s: cannot read the token: %v", what, err)
 		}
-		if c.AdminToken = strings.TrimSpace(string(b)); c.AdminToken == "" {
-			return fmt.Errorf("%s is empty (after trimming white space)", what)
-		}
-	}
-	if c.AdminToken == "" {
-		return nil
-	}
-	if c.RaftDir == "" {
-		return errors.New("--admin-token and --admin-token-file need --raft-dir (cluster mode): the admin routes add and remove cluster members")
-	}
-	if len(c.AdminToken) > maxAdminToken {
-		return fmt.Errorf("%s is over %d bytes", what, maxAdminToken)
-	}
-	for i := 0; i < len(c.AdminToken); i++ {
-		if b := c.AdminToken[i]; b < 0x20 || b == 0x7f {
-			return fmt.Errorf("%s contains a control character (a line break?); it must be one HTTP header value", what)
+		if *token = strings.TrimSpace(string(b)); *token == "" {
+			return what, fmt.Errorf("%s is empty (after trimming white space)", what)
 		}
 	}
-	return nil
+	if len(*token) > maxAdminToken {
+		return what, fmt.Errorf("%s is over %d bytes", what, maxAdminToken)
+	}
+	for i := 0; i < len(*token); i++ {
+		if b := (*token)[i]; b < 0x20 || b == 0x7f {
+			return what, fmt.Errorf("%s contains a control character (a line break?); it must be one HTTP header value", what)
+		}
+	}
+	return what, nil
 }
 
-// Cancel lets the hub's HTTP sessions withdraw a request that waits
-// (session.Canceller).
+// Cancel proposes the withdrawal of a connection's request that waits
+// (session.Replica).
 func (r *replica) Cancel(conn, tag uint32) error { return r.node.Cancel(conn, tag) }
 
 // raftMetrics reads a member's raft state for /metrics.

@@ -8,8 +8,7 @@ import (
 )
 
 // TestConfigAdminToken: --admin-token and --admin-token-file (spec §E.2
-// V2C), with their variables: cluster mode only, trimmed, one header
-// value, never echoed.
+// V2C), with their variables: trimmed, one header value, never echoed.
 func TestConfigAdminToken(t *testing.T) {
 	base := []string{"--raft-dir", "/d", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
 		"--cluster-peers", "n1=127.0.0.1:7001@127.0.0.1:6388", "--raft-auth-token", strings.Repeat("t", 32)}
@@ -43,14 +42,16 @@ func TestConfigAdminToken(t *testing.T) {
 			t.Errorf("the admin token is not redacted")
 		}
 	}
+	// A single node takes one too: it guards the observatory's force
+	// release (POST /v1/admin/locks/{key}/release).
+	if cfg, _ := mustLoad(t, []string{"--admin-token-file", file}, nil); cfg.Cluster.AdminToken != "from-file" {
+		t.Errorf("single node: admin token %q", cfg.Cluster.AdminToken)
+	}
 	for _, c := range []struct {
 		args []string
 		vars map[string]string
 		want []string
 	}{
-		{[]string{"--admin-token", "hunter2"}, nil, []string{"--admin-token and --admin-token-file need --raft-dir"}},
-		{nil, map[string]string{"DFLOCKD_ADMIN_TOKEN": "hunter2"}, []string{"need --raft-dir"}},
-		{[]string{"--admin-token-file", file}, nil, []string{"need --raft-dir"}},
 		{append(base, "--admin-token-file", file+".missing"), nil, []string{"--admin-token-file", "cannot read the token"}},
 		{append(base, "--admin-token-file", empty), nil, []string{"--admin-token-file", "is empty"}},
 		{append(base, "--admin-token", "hun\x01ter2"), nil, []string{"control character"}},

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -509,8 +510,9 @@ func TestHTTPOverTLS(t *testing.T) {
 }
 
 // What cannot be served stops startup: the HTTP port on --port's (exit
-// 2), an admin token without cluster mode (exit 2), a port in use (exit
-// 1, nothing says listening).
+// 2), a TLS key without its certificate (exit 2), a port in use (exit 1,
+// nothing says listening). Each run is bounded: a server that started
+// instead would be killed and reported.
 func TestHTTPStartupErrors(t *testing.T) {
 	bin := binary(t)
 	for _, c := range []struct {
@@ -518,9 +520,11 @@ func TestHTTPStartupErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--port", "7390", "--http-port", "7390"}, "--http-port (DFLOCKD_HTTP_PORT) must differ from --port"},
-		{[]string{"--port", "0", "--http-port", "7391", "--admin-token", "s3cret"}, "--admin-token and --admin-token-file need --raft-dir"},
+		{[]string{"--port", "0", "--http-port", "7391", "--tls-key", "k.pem"}, "--tls-cert"},
 	} {
-		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, bin, c.args...).CombinedOutput()
+		cancel()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: %v\n%s\nwant exit 2 and %q", c.args, err, out, c.want)

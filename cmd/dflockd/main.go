@@ -195,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var api *httpapi.API
 	if httpL != nil {
 		api = newHTTPAPI(cfg, httpSources{hub: hub, member: member, profile: profile, fences: fences, certs: certs,
-			transport: transport, conns: conns, start: start, logf: logf, guard: guard})
+			transport: transport, conns: conns, start: start, logf: logf, guard: guard, log: log, events: events})
 	}
 	warnUnbounded(log, cfg)
 
@@ -317,6 +317,7 @@ func engineConfig(cfg Config, fences *fence.Allocator) engine.Config {
 		// without a file), and each is reserved on disk first.
 		FenceFloor: fences.Seed(),
 		Ceiling:    fences,
+		Events:     observatoryEvents(cfg),
 	}
 }
 
@@ -343,6 +344,9 @@ func redacted(c Config) Config {
 	}
 	if c.Cluster.AdminToken != "" {
 		c.Cluster.AdminToken = "<redacted>"
+	}
+	if c.HTTP.MetricsToken != "" {
+		c.HTTP.MetricsToken = "<redacted>"
 	}
 	return c
 }

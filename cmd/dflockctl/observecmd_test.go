@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/httpapi"
+	"github.com/dflockd-ng/dflockd/internal/testserver"
+	sessions "github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+)
+
+// observedServer is an in-process server's HTTP API with the observatory
+// on and an admin token; calls makes lock calls on it.
+type observedServer struct {
+	t    *testing.T
+	addr string
+	hub  *sessions.Hub
+}
+
+func startObserved(t *testing.T) *observedServer {
+	t.Helper()
+	hub := sessions.NewServerHub(sessions.Config{}, engine.Config{Shards: 4, Events: 1024}, timerwheel.NewMonoClock(), time.Hour)
+	hub.Start()
+	api := httpapi.New(hub, httpapi.Config{AdminToken: "root"})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve(l)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		api.Shutdown(ctx)
+		hub.Stop()
+	})
+	return &observedServer{t: t, addr: l.Addr().String(), hub: hub}
+}
+
+// post makes an HTTP API call and returns its status and body.
+func (s *observedServer) post(path, sid string, body any) (int, []byte) {
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest("POST", "http://"+s.addr+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if sid != "" {
+		req.Header.Set("X-Dflockd-Session", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Error(err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	return resp.StatusCode, out.Bytes()
+}
+
+func (s *observedServer) session() string {
+	_, b := s.post("/v1/sessions", "", nil)
+	var r struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(b, &r)
+	return r.SessionID
+}
+
+func (s *observedServer) lock(sid, key string, timeout int) int {
+	code, _ := s.post("/v1/locks/"+key, sid, map[string]int{"acquire_timeout_s": timeout})
+	return code
+}
+
+func (s *observedServer) waiters(key string) int {
+	for _, l := range s.hub.Engine().LockStats(s.hub.Clock().Now(), 0).Locks {
+		if l.Key == key {
+			return l.Waiters
+		}
+	}
+	return 0
+}
+
+// locks and deadlocks print what the observatory sees; admin release
+// takes a key from its holder with the admin token.
+func TestObservatoryCommands(t *testing.T) {
+	t.Parallel()
+	srv := startObserved(t)
+	at := "--http=" + srv.addr
+	a, b := srv.session(), srv.session()
+	if srv.lock(a, "jobs%2Fx", 0) != 200 || srv.lock(b, "jobs%2Fy", 0) != 200 {
+		t.Fatal("locks not granted")
+	}
+	r := run(t, nil, "locks", "jobs/", at)
+	expectCode(t, r, exitOK, "locks")
+	if !strings.Contains(r.stdout, "jobs/x") || !strings.Contains(r.stdout, "jobs/y") || !strings.Contains(r.stdout, "http 127.0.0.1") {
+		t.Fatalf("locks:\n%s", r.stdout)
+	}
+	r = run(t, nil, "locks", "jobs/x", at, "--json")
+	expectCode(t, r, exitOK, "locks --json")
+	var doc struct {
+		Keys []struct {
+			Key string `json:"key"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Keys) != 1 || doc.Keys[0].Key != "jobs/x" {
+		t.Fatalf("locks --json: %v %s", err, r.stdout)
+	}
+	expectCode(t, run(t, nil, "deadlocks", at), exitOK, "deadlocks, none")
+
+	// a waits for y, b for x: a deadlock, until an operator breaks it.
+	waits := make(chan int, 2)
+	go func() { waits <- srv.lock(a, "jobs%2Fy", 60) }()
+	go func() { waits <- srv.lock(b, "jobs%2Fx", 60) }()
+	testserver.Eventually(t, "both waiting", func() bool { return srv.waiters("jobs/x") == 1 && srv.waiters("jobs/y") == 1 })
+	var dl result
+	testserver.Eventually(t, "the deadlock reported", func() bool {
+		dl = run(t, nil, "deadlocks", at)
+		return dl.code == exitFailure
+	})
+	if !strings.Contains(dl.stdout, `waits for lock "jobs/x"`) || !strings.Contains(dl.stdout, `waits for lock "jobs/y"`) {
+		t.Fatalf("deadlocks:\n%s", dl.stdout)
+	}
+	expectCode(t, run(t, nil, "admin", "release", "jobs/x", at, "--admin-token", "wrong"), exitNoPerm, "a wrong admin token")
+	r = run(t, nil, "admin", "release", "jobs/x", at, "--admin-token", "root", "--reason", "deadlock")
+	expectCode(t, r, exitOK, "admin release")
+	if !strings.Contains(r.stdout, "1 holder(s) released") {
+		t.Fatalf("admin release: %s", r.stdout)
+	}
+	select {
+	case code := <-waits: // b gets x
+		if code != 200 {
+			t.Fatalf("b's wait: %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("nobody got a key after the force release")
+	}
+}

@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"github.com/dflockd-ng/dflockd/parse"
+)
+
+// forceRelease serves KindForceRelease: an operator takes a key from its
+// holder (a stuck worker, one side of a deadlock) and the queue moves
+// on. The holder is told nothing: its grant is gone, so its next renew or
+// release answers as for a token that holds nothing, error (spec §B.1;
+// HTTP 404 not_held). Expired holders are evicted first, as an acquire
+// would, so they count as expired rather than released.
+func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
+	ns := nsLock
+	if c.Req.Op == parse.OpSemRelease && !e.cfg.Profile.SharedLockSpace() {
+		ns = nsSem
+	}
+	sh := e.shardFor(c.Req.Key)
+	sh.lock(fx)
+	defer sh.unlock()
+	r := sh.lookupLocked(ns, c.Req.Key)
+	if r == nil {
+		return Result{Status: parse.StatusOK, Kind: KindInt}
+	}
+	sh.evictExpiredLocked(r, c.At)
+	n := int64(0)
+	for sl := r.holders.head; sl != nil; {
+		next := sl.next
+		if c.Fence == 0 || sl.fence == c.Fence {
+			if sh.obs != nil {
+				sh.recordLocked(EventForceRelease, sl, c.At.Tick(), string(c.Req.Value))
+			}
+			sh.dropHolderLocked(sl, evRelease)
+			n++
+		}
+		sl = next
+	}
+	if n > 0 {
+		sh.handOffLocked(r, c.At)
+	}
+	return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
+}

@@ -1,0 +1,363 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+)
+
+// GET /v1/events: the lock events of the engine's rings (engine/events.go)
+// as server-sent events. One merger goroutine, running only while someone
+// streams, polls the shards' ring heads (atomics, no lock) and merges what
+// is new, in time order, into a ring of its own whose ids the stream
+// carries; a reader that reconnects with Last-Event-ID gets what it
+// missed from that ring, or an event "reset" when it no longer has it.
+//
+// Memory is bounded: the merged ring has streamRing events; each reader a
+// queue of subscriberBuffer events, and a reader whose queue is full (it
+// does not read fast enough) is cut off, so a slow reader never holds the
+// merger back or grows the server. It reconnects and resumes from its
+// Last-Event-ID. A write that makes no progress for streamWriteTimeout
+// ends the stream too.
+
+// Bounds of the event stream.
+const (
+	// streamPoll is the merger's period: the stream's latency, and a
+	// cost (one atomic load per shard) only while someone streams.
+	streamPoll = 100 * time.Millisecond
+	// streamRing is how many merged events a reconnect can catch up on.
+	streamRing = 4096
+	// subscriberBuffer is how far a reader may fall behind before it is
+	// cut off: a few polls' worth of a busy server.
+	subscriberBuffer = 1024
+	// maxStreams bounds the open streams (each a goroutine and a queue).
+	maxStreams = 64
+	// streamPing is the period of the comment line that keeps proxies
+	// from closing a quiet stream (dflockd's SSE default).
+	streamPing = 15 * time.Second
+	// streamWriteTimeout ends a stream whose client does not read.
+	streamWriteTimeout = 10 * time.Second
+	// mergeBatch bounds the events taken from one shard per poll.
+	mergeBatch = 1024
+)
+
+type eventStream struct {
+	api *API
+	// epoch tells this process's ids from another's: a client that
+	// reconnects to a restarted server gets a reset, not a wrong resume.
+	epoch string
+	mu    sync.Mutex
+	// Guarded by mu.
+	subs    map[*subscriber]struct{}
+	running bool
+	ring    []streamEvent // circular, streamRing long once anyone streamed
+	next    uint64        // id of the next merged event, from 1
+	gapAt   uint64        // events merged before this id may have gaps
+	// Owned by the merger goroutine (one at a time: running), and by
+	// subscribe while none runs.
+	eng     *engine.Engine
+	cursors []uint64
+	batch   []mergedEvent
+}
+
+type streamEvent struct {
+	id uint64
+	ev engine.Event
+}
+
+type mergedEvent struct {
+	ev    engine.Event
+	shard int
+}
+
+type subscriber struct {
+	prefix string
+	ch     chan streamEvent
+	cut    chan struct{} // closed when the reader fell subscriberBuffer behind
+}
+
+func newEventStream(a *API) *eventStream {
+	return &eventStream{api: a, epoch: strconv.FormatInt(time.Now().UnixNano(), 36), subs: make(map[*subscriber]struct{}), next: 1}
+}
+
+func (s *eventStream) formatID(id uint64) string { return s.epoch + "." + strconv.FormatUint(id, 10) }
+
+// parseID returns the merged id of a Last-Event-ID of this process.
+func (s *eventStream) parseID(v string) (uint64, bool) {
+	epoch, n, ok := strings.Cut(v, ".")
+	if !ok || epoch != s.epoch {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(n, 10, 64)
+	return id, err == nil
+}
+
+// subscribe registers a reader of events whose key starts with prefix.
+// With a Last-Event-ID (last not ""), backlog is what it missed; reset
+// says that some of it is gone (or the id is not this server's). The
+// backlog and the registration are taken together, so the reader gets
+// every event once. ok is false when maxStreams readers are open.
+func (s *eventStream) subscribe(prefix, last string) (sub *subscriber, backlog []streamEvent, reset, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.subs) >= maxStreams {
+		return nil, nil, false, false
+	}
+	if last != "" {
+		backlog, reset = s.sinceLocked(prefix, last)
+	}
+	sub = &subscriber{prefix: prefix, ch: make(chan streamEvent, subscriberBuffer), cut: make(chan struct{})}
+	s.subs[sub] = struct{}{}
+	if s.ring == nil {
+		s.ring = make([]streamEvent, streamRing)
+	}
+	if !s.running {
+		// No merger runs, so its state is ours to set: a first reader
+		// starts at the present, and the merger takes what comes next.
+		if eng := s.api.hub.Engine(); eng != nil && s.eng == nil {
+			s.follow(eng)
+		}
+		s.running = true
+		go s.merge()
+	}
+	return sub, backlog, reset, true
+}
+
+// sinceLocked returns the retained events after the reader's last id.
+func (s *eventStream) sinceLocked(prefix, last string) ([]streamEvent, bool) {
+	id, ok := s.parseID(last)
+	if !ok || id >= s.next {
+		return nil, true
+	}
+	oldest := uint64(1)
+	if s.next > streamRing {
+		oldest = s.next - streamRing
+	}
+	reset := id+1 < oldest || id+1 < s.gapAt
+	from := max(id+1, oldest, s.gapAt)
+	var out []streamEvent
+	for i := from; i < s.next; i++ {
+		if e := s.ring[i%streamRing]; strings.HasPrefix(e.ev.Key, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out, reset
+}
+
+func (s *eventStream) unsubscribe(sub *subscriber) {
+	s.mu.Lock()
+	delete(s.subs, sub)
+	s.mu.Unlock()
+}
+
+// merge is the merger goroutine: it polls until nobody streams or the API
+// shuts down.
+func (s *eventStream) merge() {
+	t := time.NewTicker(streamPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.api.stop:
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		if !s.poll() {
+			return
+		}
+	}
+}
+
+// poll merges what the shards recorded since the last poll and hands it
+// to the readers; false when nobody reads any more (the merger stops,
+// keeping its cursors, so the next reader catches up on what is still in
+// the engine's rings).
+func (s *eventStream) poll() bool {
+	gap := s.collect()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gap {
+		s.gapAt = s.next
+	}
+	for _, m := range s.batch {
+		e := streamEvent{id: s.next, ev: m.ev}
+		s.ring[s.next%streamRing] = e
+		s.next++
+		for sub := range s.subs {
+			if !strings.HasPrefix(e.ev.Key, sub.prefix) {
+				continue
+			}
+			select {
+			case sub.ch <- e:
+			default:
+				close(sub.cut) // too slow: its handler ends the stream
+				delete(s.subs, sub)
+			}
+		}
+	}
+	clear(s.batch)
+	s.batch = s.batch[:0]
+	if len(s.subs) == 0 {
+		s.running = false
+		return false
+	}
+	return true
+}
+
+// collect gathers the shards' new events into s.batch in time order, and
+// reports whether some were lost (a ring overran a cursor, or the engine
+// changed: a cluster member's replica restored from a snapshot).
+func (s *eventStream) collect() (gap bool) {
+	eng := s.api.hub.Engine()
+	if eng == nil {
+		return false
+	}
+	if eng != s.eng {
+		// A new engine: start at its present, as a first reader does.
+		gap = s.eng != nil
+		s.follow(eng)
+		return gap
+	}
+	var evs []engine.Event
+	for i := range s.cursors {
+		if eng.EventHead(i) == s.cursors[i] {
+			continue
+		}
+		var lost uint64
+		evs, lost = eng.EventsSince(i, s.cursors[i], mergeBatch, evs[:0])
+		gap = gap || lost > 0
+		for _, ev := range evs {
+			s.batch = append(s.batch, mergedEvent{ev, i})
+		}
+		if n := len(evs); n > 0 {
+			s.cursors[i] = evs[n-1].Seq
+		}
+	}
+	// Each shard's events are in order; across shards, time orders them
+	// (ties by shard, so that the merge is the same every time).
+	slices.SortStableFunc(s.batch, func(a, b mergedEvent) int {
+		if a.ev.At != b.ev.At {
+			return int(a.ev.At - b.ev.At)
+		}
+		return a.shard - b.shard
+	})
+	return gap
+}
+
+// follow makes eng the engine merged from, from its present on.
+func (s *eventStream) follow(eng *engine.Engine) {
+	s.eng = eng
+	s.cursors = make([]uint64, eng.Shards())
+	for i := range s.cursors {
+		s.cursors[i] = eng.EventHead(i)
+	}
+}
+
+// streamEvents is GET /v1/events.
+func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	if len(prefix) > maxField {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "prefix is over "+strconv.Itoa(maxField)+" bytes")
+		return
+	}
+	if eng := a.hub.Engine(); eng != nil && !eng.EventsOn() {
+		writeError(w, http.StatusNotFound, codeNotFound, "the server records no lock events (--observatory-events is 0)")
+		return
+	}
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id") // for clients that cannot set headers
+	}
+	sub, backlog, reset, ok := a.events.subscribe(prefix, last)
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "too many event streams are open")
+		return
+	}
+	defer a.events.unsubscribe(sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), a: a}
+	out.line("retry: 2000\n\n")
+	if reset {
+		out.line("event: reset\ndata: {}\n\n")
+	}
+	for _, e := range backlog {
+		out.event(e)
+	}
+	ping := time.NewTicker(streamPing)
+	defer ping.Stop()
+	for out.flush() {
+		select {
+		case e := <-sub.ch:
+			out.event(e)
+			for more := true; more; { // what else is queued, in one flush
+				select {
+				case e := <-sub.ch:
+					out.event(e)
+				default:
+					more = false
+				}
+			}
+		case <-ping.C:
+			out.line(": ping\n\n")
+		case <-sub.cut:
+			return // the client reconnects with its Last-Event-ID
+		case <-r.Context().Done():
+			return
+		case <-a.stop:
+			return
+		}
+	}
+}
+
+// sseWriter writes a stream's frames; the first failed write ends it.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	a   *API
+	buf []byte
+	err error
+}
+
+func (o *sseWriter) line(s string) { o.buf = append(o.buf, s...) }
+
+func (o *sseWriter) event(e streamEvent) {
+	v := o.a.view()
+	ej := v.event(&e.ev)
+	ej.ID = o.a.events.formatID(e.id)
+	b, err := json.Marshal(ej)
+	if err != nil {
+		panic("httpapi: an event that does not marshal: " + err.Error())
+	}
+	o.buf = append(o.buf, "id: "...)
+	o.buf = append(o.buf, ej.ID...)
+	o.buf = append(o.buf, "\nevent: lock\ndata: "...)
+	o.buf = append(o.buf, b...)
+	o.buf = append(o.buf, "\n\n"...)
+}
+
+// flush sends what is buffered; false once the stream is broken.
+func (o *sseWriter) flush() bool {
+	if o.err != nil {
+		return false
+	}
+	if len(o.buf) > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) // unsupported: no deadline
+		if _, o.err = o.w.Write(o.buf); o.err == nil {
+			o.err = o.rc.Flush()
+		}
+		o.buf = o.buf[:0]
+	}
+	return o.err == nil
+}
