@@ -52,6 +52,15 @@ type applier interface {
 	// single node).
 	leading() bool
 	leaderAddr() string
+	// stateNow is the time of the engine state at now: now itself, or
+	// on a member the replica's (the log's) time.
+	stateNow(now timerwheel.Instant) timerwheel.Instant
+	// local returns the hub's session id of engine session id, whose
+	// owner connection number is connID, if it is one of this hub's: on
+	// a single node, id itself; on a member that leads, the hub's
+	// number of the connection (the replicated state numbers them
+	// epoch<<32 | that number).
+	local(id engine.SessionID, connID uint64) (engine.SessionID, bool)
 }
 
 // maxOwed bounds the answers a pipelining session is owed at once (and so

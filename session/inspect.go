@@ -45,11 +45,9 @@ type AddressedEndpoint interface {
 // epoch<<32 | the hub's connection number, and the epoch's connections
 // are all the leader's).
 func (h *Hub) Identify(id engine.SessionID, connID uint64) (Identity, bool) {
-	if p, ok := h.app.(*replicated); ok {
-		if !p.rep.Leading() {
-			return Identity{}, false
-		}
-		id = engine.SessionID(uint32(connID))
+	id, ok := h.app.local(id, connID)
+	if !ok {
+		return Identity{}, false
 	}
 	if s := h.lookup(id); s != nil {
 		return s.identity(), true
@@ -81,9 +79,4 @@ func (s *Session) identity() Identity {
 // StateNow is the time of the hub's engine state: the hub's clock, or on
 // a cluster member the replica's (the log's) time, which the deadlines in
 // the replicated state are measured against.
-func (h *Hub) StateNow() timerwheel.Instant {
-	if p, ok := h.app.(*replicated); ok {
-		return p.rep.Now()
-	}
-	return h.clock.Now()
-}
+func (h *Hub) StateNow() timerwheel.Instant { return h.app.stateNow(h.clock.Now()) }

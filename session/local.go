@@ -61,3 +61,7 @@ func (l *local) stats(all bool, now timerwheel.Instant, conns int) *parse.Stats 
 
 func (*local) leading() bool      { return true }
 func (*local) leaderAddr() string { return "" }
+
+func (*local) stateNow(now timerwheel.Instant) timerwheel.Instant { return now }
+
+func (*local) local(id engine.SessionID, _ uint64) (engine.SessionID, bool) { return id, true }

@@ -115,6 +115,15 @@ func (p *replicated) stats(all bool, _ timerwheel.Instant, conns int) *parse.Sta
 func (p *replicated) leading() bool      { return p.rep.Leading() }
 func (p *replicated) leaderAddr() string { return p.rep.LeaderAddr() }
 
+func (p *replicated) stateNow(timerwheel.Instant) timerwheel.Instant { return p.rep.Now() }
+
+func (p *replicated) local(_ engine.SessionID, connID uint64) (engine.SessionID, bool) {
+	if !p.rep.Leading() {
+		return 0, false // only the leader's connections are this hub's
+	}
+	return engine.SessionID(uint32(connID)), true
+}
+
 // notLeader is the error_not_leader answer, naming the leader if known.
 func (p *replicated) notLeader() engine.Result {
 	return engine.Result{Status: parse.StatusErrorNotLeader, Value: p.rep.LeaderAddr()}
