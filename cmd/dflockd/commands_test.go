@@ -47,7 +47,7 @@ func TestUsageCommands(t *testing.T) {
 			stderr: "dflockd: unexpected argument \"version\": dflockd takes only flags (a command comes first: dflockd version)\n"},
 	}
 	for _, tt := range tests {
-		cmd := exec.Command(bin, tt.args...)
+		cmd := exitingCommand(t, bin, tt.args...)
 		cmd.Env = []string{} // no DFLOCKD_* of the caller's
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

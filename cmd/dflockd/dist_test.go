@@ -56,7 +56,7 @@ func TestReleaseBinaries(t *testing.T) {
 			}
 			f.Close()
 			if arch == "amd64" {
-				out, err := exec.Command(path, "--version").CombinedOutput()
+				out, err := exitingCommand(t, path, "--version").CombinedOutput()
 				if err != nil || !strings.Contains(string(out), version) {
 					t.Errorf("%s --version: %v %q, want the version %q", path, err, out, version)
 				}

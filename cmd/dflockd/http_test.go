@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -522,9 +521,7 @@ func TestHTTPStartupErrors(t *testing.T) {
 		{[]string{"--port", "7390", "--http-port", "7390"}, "--http-port (DFLOCKD_HTTP_PORT) must differ from --port"},
 		{[]string{"--port", "0", "--http-port", "7391", "--tls-key", "k.pem"}, "--tls-cert"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, bin, c.args...).CombinedOutput()
-		cancel()
+		out, err := exitingCommand(t, bin, c.args...).CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: %v\n%s\nwant exit 2 and %q", c.args, err, out, c.want)

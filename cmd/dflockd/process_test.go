@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -29,6 +30,16 @@ var (
 	built      build // the real binary
 	faultBuilt build // -tags faultinject: SIGUSR2 stops the gnet loops
 )
+
+// exitingCommand is a command that should end by itself (a usage error,
+// --version): bounded, so that one which serves instead is killed after
+// 30 s and fails its test rather than hanging the package until its
+// timeout.
+func exitingCommand(t *testing.T, name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return exec.CommandContext(ctx, name, args...)
+}
 
 // binary builds the server once per test run. DFLOCKD_TEST_BINARY names
 // another build to run instead (say, an older one to compare with).

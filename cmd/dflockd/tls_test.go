@@ -310,7 +310,7 @@ func TestTLSConfigErrors(t *testing.T) {
 		}
 	}
 	// The binary, too.
-	out, err := exec.Command(binary(t), "--tls-cert", certA).CombinedOutput()
+	out, err := exitingCommand(t, binary(t), "--tls-cert", certA).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--tls-key") {
 		t.Fatalf("--tls-cert alone: %v\n%s", err, out)
