@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,11 +23,9 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/conncap"
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
-	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
-	"github.com/dflockd-ng/dflockd/timerwheel"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -103,10 +102,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ecfg := engineConfig(cfg, fences)
 	limiter := &conncap.Limiter{Max: cfg.MaxConnections, PerIP: cfg.MaxConnsPerIP}
 	ready := make(chan struct{})
-	var srv interface {
-		Serve() error
-		Shutdown(context.Context) error
-	}
 	scfg := session.Config{
 		Profile: profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events,
@@ -127,71 +122,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The transports count requests for /metrics only when it is served.
 	count := httpL != nil
 
-	// The hub of a single node, shared by the line protocol's transport
-	// and the HTTP API, whose sessions then queue in the same FIFOs. main
-	// runs its housekeeping (hub.Start) from before serving to after the
-	// last transport has stopped. A cluster member's hub is the cluster's.
-	var hub *session.Hub
-	var member *clusterServer // cluster mode: serves the HTTP API over its own hub
-	transport, conns := "tcp", func() int { return 0 }
-	if cfg.Cluster.RaftDir != "" {
-		ls, failed, err := listenAll(guard, []string{addr})
-		if err != nil {
-			log.Error("cannot listen", "addr", failed, "error", err)
-			return 1
+	ln, err := startLine(lineParams{cfg: cfg, log: log, logf: logf, guard: guard, certs: certs, scfg: scfg, ecfg: ecfg,
+		addr: addr, binds: binds, gdAddr: gdAddr, loops: loops, ready: ready,
+		ncfg: netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count}})
+	if err != nil {
+		var se *startError
+		if errors.As(err, &se) {
+			log.Error(se.msg, se.attrs...)
+		} else {
+			log.Error("cannot start", "error", err)
 		}
-		cs, err := newClusterServer(cfg, log, guard, ls[0], certs, scfg, ecfg,
-			netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count})
-		if err != nil {
-			ls[0].Close()
-			log.Error("cannot start the cluster member", "error", err)
-			return 1
-		}
-		srv, member, conns = cs, cs, cs.srv.Connections
-		if certs != nil {
-			transport = "tls"
-		}
-		close(ready)
-	} else if certs != nil {
-		// The listeners are bound here, so a bind error is reported before
-		// anything says listening.
-		ls, failed, err := listenAll(guard, binds)
-		if err != nil {
-			log.Error("cannot listen", "addr", failed, "error", err)
-			return 1
-		}
-		hub = session.NewServerHub(scfg, ecfg, timerwheel.NewMonoClock(), cfg.GCInterval)
-		ts := newTLSServer(cfg, certs, ls, hub, netconn.Config{Limiter: limiter, Events: events, Logf: logf, Count: count})
-		srv, transport, conns = ts, "tls", ts.Connections
-		close(ready)
-	} else {
-		// The listeners are bound here, so a bind error is reported with
-		// its real reason before anything says listening; the loops accept
-		// on them (through the guard).
-		ls, failed, err := listenAll(guard, binds)
-		if err != nil {
-			log.Error("cannot listen", "addr", failed, "error", err)
-			return 1
-		}
-		clock := timerwheel.NewMonoClock()
-		hub = session.NewServerHub(scfg, ecfg, clock, cfg.GCInterval)
-		gs := loop.New(loop.Config{
-			Addr:            "tcp://" + addr,
-			Loops:           loops,
-			Limiter:         limiter,
-			Events:          events,
-			GCInterval:      cfg.GCInterval,
-			ShutdownTimeout: cfg.ShutdownTimeout,
-			Logf:            logf,
-			Ready:           ready,
-			GodistlockAddr:  gdAddr,
-			Listeners:       ls,
-			Guard:           guard,
-			Count:           count,
-			Hub:             hub, // which has the session settings (scfg) and the engine
-		}, clock)
-		srv, conns = gs, gs.Connections
+		return 1
 	}
+	srv, hub, member, transport, conns := ln.srv, ln.hub, ln.member, ln.transport, ln.conns
 	var api *httpapi.API
 	if httpL != nil {
 		api = newHTTPAPI(cfg, httpSources{hub: hub, member: member, profile: profile, fences: fences, certs: certs,
