@@ -8,8 +8,8 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // grantLoop is one engine with one session cycling lock/release on a key.
@@ -27,19 +27,19 @@ func newGrantLoop(a *fence.Allocator) *grantLoop {
 	g := &grantLoop{eng: engine.New(engine.Config{FenceFloor: a.Seed(), Ceiling: a, TokenKey: engine.TokenKey{1}})}
 	at := timerwheel.Instant(1)
 	sess := g.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: at}, &g.fx).Session
-	g.lock = engine.Command{Session: sess, At: at, Req: parse.Request{Op: parse.OpLock, Key: []byte("grant-bench"), Lease: 30}}
-	g.rel = engine.Command{Session: sess, At: at, Req: parse.Request{Op: parse.OpRelease, Key: []byte("grant-bench")}}
+	g.lock = engine.Command{Session: sess, At: at, Req: vocab.Request{Op: vocab.OpLock, Key: []byte("grant-bench"), Lease: 30}}
+	g.rel = engine.Command{Session: sess, At: at, Req: vocab.Request{Op: vocab.OpRelease, Key: []byte("grant-bench")}}
 	return g
 }
 
 // grant acquires and releases once; the acquire draws one fence.
 func (g *grantLoop) grant(b *testing.B) {
 	r := g.eng.Apply(&g.lock, &g.fx)
-	if r.Status != parse.StatusOK {
+	if r.Status != vocab.StatusOK {
 		b.Fatalf("lock: %+v", r)
 	}
 	g.rel.Req.Token = r.Token.Append(g.tokenBuf[:0])
-	if r := g.eng.Apply(&g.rel, &g.fx); r.Status != parse.StatusOK {
+	if r := g.eng.Apply(&g.rel, &g.fx); r.Status != vocab.StatusOK {
 		b.Fatalf("release: %+v", r)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // A batch is the payload of one raft log entry: the commands the leader
@@ -68,7 +68,7 @@ const (
 type Op struct {
 	Kind OpKind
 	Conn uint64        // OpRequest, OpClose, OpCancel: epoch<<32 | connection
-	Req  parse.Request // OpRequest
+	Req  vocab.Request // OpRequest
 	Tag  uint32        // OpCancel
 	Init Init          // OpInit
 	TTL  time.Duration // OpOrphanTTL
@@ -78,7 +78,7 @@ type Op struct {
 
 // Init is the replicated configuration of the engine.
 type Init struct {
-	Profile          parse.Profile
+	Profile          vocab.Profile
 	DefaultLease     time.Duration
 	MaxLocks         int
 	MaxWaiters       int
@@ -273,7 +273,7 @@ func (d *decoder) op() Op {
 	case OpInit:
 		in := &op.Init
 		p := d.uvarint()
-		in.Profile = parse.Profile(p)
+		in.Profile = vocab.Profile(p)
 		var v [9]int64
 		for i := range v {
 			v[i] = d.varint()
@@ -295,7 +295,7 @@ func (d *decoder) op() Op {
 	case OpRequest:
 		op.Conn = d.uvarint()
 		r := &op.Req
-		r.Op = parse.Op(d.byte())
+		r.Op = vocab.Op(d.byte())
 		r.Key, r.Token, r.Value, r.Old = d.bytes(), d.bytes(), d.bytes(), d.bytes()
 		r.Timeout, r.Lease, r.Limit = d.varint(), d.varint(), d.varint()
 		r.N, r.M, r.TTL = d.varint(), d.varint(), d.varint()
@@ -329,10 +329,10 @@ func (d *decoder) op() Op {
 // own replica (ping and auth never reach the engine); stable-ref, which
 // the replicated state keeps for its connection, and barrier, a no-op
 // whose application answers it, go through the log too.
-func replicated(op parse.Op) bool {
+func replicated(op vocab.Op) bool {
 	switch op {
-	case parse.OpUnknown, parse.OpPing, parse.OpStats, parse.OpAuth:
+	case vocab.OpUnknown, vocab.OpPing, vocab.OpStats, vocab.OpAuth:
 		return false
 	}
-	return int(op) < parse.NumOps
+	return int(op) < vocab.NumOps
 }

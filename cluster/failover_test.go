@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // TestFailoverKeepsHeldLock: a lock granted by a leader that dies is
@@ -19,7 +19,7 @@ func TestFailoverKeepsHeldLock(t *testing.T) {
 
 	sent := time.Now() // before the lease can start
 	g1, l1 := c.askLeader(t, &conn, "l", "k", "0 2")
-	if g1.Status != parse.StatusOK || g1.Kind != 1 {
+	if g1.Status != vocab.StatusOK || g1.Kind != 1 {
 		t.Fatalf("first grant: %+v", g1)
 	}
 
@@ -34,12 +34,12 @@ func TestFailoverKeepsHeldLock(t *testing.T) {
 	// it like the waiter's.
 	var g2 engine.Result
 	switch r, _ := c.askLeader(t, &conn, "l", "k", "0"); {
-	case r.Status == parse.StatusTimeout:
+	case r.Status == vocab.StatusTimeout:
 		// The waiter's 60 s only bound a lease that never ends.
-		if g2, _ = c.askLeader(t, &conn, "l", "k", "60 5"); g2.Status != parse.StatusOK {
+		if g2, _ = c.askLeader(t, &conn, "l", "k", "60 5"); g2.Status != vocab.StatusOK {
 			t.Fatalf("waiter: %v", g2.Status)
 		}
-	case r.Status == parse.StatusOK && time.Since(sent) >= lease:
+	case r.Status == vocab.StatusOK && time.Since(sent) >= lease:
 		g2 = r
 	default:
 		t.Fatalf("try-lock on the new leader %v after the first request, while the lease runs: %v, want timeout", time.Since(sent), r.Status)
@@ -98,7 +98,7 @@ func TestPartitionedLeaderStepsDown(t *testing.T) {
 	if err := l2.node.Submit(9, req(t, "l", "k", "0")); err != nil {
 		t.Fatal(err)
 	}
-	if r := l2.out.next(t, 9, 0, awaitFor); r.Status != parse.StatusTimeout {
+	if r := l2.out.next(t, 9, 0, awaitFor); r.Status != vocab.StatusTimeout {
 		t.Fatalf("lock of the old leader's client after failover: %v, want timeout (still held)", r.Status)
 	}
 	c.connectAll()

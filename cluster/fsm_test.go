@@ -14,6 +14,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // textOutput records an FSM's deliveries as text, for comparing replicas.
@@ -55,7 +56,7 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 	g.stamp += timerwheel.Instant(g.rng.IntN(700)) * timerwheel.Instant(time.Millisecond)
 	b := Batch{Stamp: g.stamp}
 	if len(g.batches) == 0 {
-		b.Ops = append(b.Ops, Op{Kind: OpInit, Init: Init{Profile: parse.ProfileRF, DefaultLease: 2 * time.Second,
+		b.Ops = append(b.Ops, Op{Kind: OpInit, Init: Init{Profile: vocab.ProfileRF, DefaultLease: 2 * time.Second,
 			MaxWaiters: 6, GCMaxIdle: 3 * time.Second, TokenKey: engine.TokenKey{1, 2, 3}, FenceFloor: 1 << 40}})
 	}
 	if len(g.batches) == 0 || g.rng.IntN(40) == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // awaitFor bounds every wait for the cluster to get somewhere (a leader,
@@ -239,7 +240,7 @@ type offsetClock struct {
 func (o offsetClock) Now() timerwheel.Instant { return o.c.Now() + timerwheel.Instant(o.offset) }
 
 // req parses one request as a client would send it.
-func req(t *testing.T, cmd, key, arg string) *parse.Request {
+func req(t *testing.T, cmd, key, arg string) *vocab.Request {
 	t.Helper()
 	r, err := parse.Parse(parse.Frame{Cmd: []byte(cmd), Key: []byte(key), Arg: []byte(arg)})
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // ErrNotLeader is returned by Submit on a node that does not lead, or
@@ -222,7 +222,7 @@ func (n *Node) Ready() bool {
 // caller chooses, unique among its open connections). Its result reaches
 // the Output when the entry carrying it applies, or Demoted says it never
 // will. Submit copies what it needs of req.
-func (n *Node) Submit(conn uint32, req *parse.Request) error {
+func (n *Node) Submit(conn uint32, req *vocab.Request) error {
 	return n.enqueue(&Op{Kind: OpRequest, Req: *req}, conn)
 }
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Stable refs and orphans (spec §G): a connection that presented
@@ -32,13 +32,13 @@ type orphan struct {
 // replicated state's own, everything else the engine's.
 func (f *FSM) request(op *Op, now timerwheel.Instant) {
 	switch op.Req.Op {
-	case parse.OpStableRef:
+	case vocab.OpStableRef:
 		f.stableRef(op.Conn, string(op.Req.Token))
 		return
-	case parse.OpBarrier:
+	case vocab.OpBarrier:
 		// Applied: everything before it in the log is.
 		f.fx.Reset()
-		f.deliver(op.Conn, &engine.Result{Status: parse.StatusOK})
+		f.deliver(op.Conn, &engine.Result{Status: vocab.StatusOK})
 		return
 	}
 	sid := f.session(op.Conn, now)
@@ -60,7 +60,7 @@ func (f *FSM) stableRef(conn uint64, ref string) {
 		}
 	}
 	f.fx.Reset()
-	f.deliver(conn, &engine.Result{Status: parse.StatusOK})
+	f.deliver(conn, &engine.Result{Status: vocab.StatusOK})
 }
 
 // closeConn ends connection conn: its session becomes an orphan if it has

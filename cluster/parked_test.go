@@ -10,6 +10,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func reqOp(t *testing.T, conn uint64, cmd, key, arg string) Op {
@@ -24,7 +25,7 @@ func reqOp(t *testing.T, conn uint64, cmd, key, arg string) Op {
 // promotion is a new cluster's first entry: Init, then epoch 1.
 func promotion() []byte {
 	return AppendBatch(nil, &Batch{Ops: []Op{
-		{Kind: OpInit, Init: Init{Profile: parse.ProfileV2, DefaultLease: 30 * time.Second, TokenKey: engine.TokenKey{9}}},
+		{Kind: OpInit, Init: Init{Profile: vocab.ProfileV2, DefaultLease: 30 * time.Second, TokenKey: engine.TokenKey{9}}},
 		{Kind: OpPromote},
 	}})
 }

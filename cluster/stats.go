@@ -7,13 +7,13 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // ClusterStats returns this member's "cluster" object for stats: its
 // role and term, the leader, how far its log and replica are, and the
 // voters with their client addresses.
-func (n *Node) ClusterStats() *parse.ClusterStats {
+func (n *Node) ClusterStats() *vocab.ClusterStats {
 	// The replica first: raft's indexes, read after, are at least as far.
 	applied, digest := n.fsm.Applied()
 	rs := n.raft.Stats()
@@ -22,7 +22,7 @@ func (n *Node) ClusterStats() *parse.ClusterStats {
 		return v
 	}
 	lid, _ := n.Leader()
-	st := &parse.ClusterStats{
+	st := &vocab.ClusterStats{
 		NodeID:        string(n.cfg.ID),
 		Role:          strings.ToLower(rs["state"]),
 		Term:          num("term"),
@@ -33,12 +33,12 @@ func (n *Node) ClusterStats() *parse.ClusterStats {
 		SnapshotIndex: num("last_snapshot_index"),
 		AppliedIndex:  applied,
 		StateDigest:   hex.EncodeToString(digest[:]),
-		Voters:        []parse.ClusterVoter{},
+		Voters:        []vocab.ClusterVoter{},
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
 			if s.Suffrage == raft.Voter {
-				st.Voters = append(st.Voters, parse.ClusterVoter{NodeID: string(s.ID),
+				st.Voters = append(st.Voters, vocab.ClusterVoter{NodeID: string(s.ID),
 					RaftAddr: string(s.Address), ClientAddr: n.ClientAddr(s.ID)})
 			}
 		}

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // statsOf asks a member for stats and returns its cluster object.
-func statsOf(t *testing.T, s *server) parse.ClusterStats {
+func statsOf(t *testing.T, s *server) vocab.ClusterStats {
 	t.Helper()
 	got := dial(t, s).do("stats", "_", "_")
 	var doc struct {
 		Locks   []json.RawMessage   `json:"locks"`
-		Cluster *parse.ClusterStats `json:"cluster"`
+		Cluster *vocab.ClusterStats `json:"cluster"`
 	}
 	if !strings.HasPrefix(got, "ok ") || json.Unmarshal([]byte(got[3:]), &doc) != nil || doc.Cluster == nil {
 		t.Fatalf("stats: %q", got)
@@ -33,7 +33,7 @@ func TestClusterStats(t *testing.T) {
 		t.Fatalf("incr: %q", got)
 	}
 	for deadline := time.Now().Add(awaitFor); ; time.Sleep(20 * time.Millisecond) {
-		var cs []parse.ClusterStats
+		var cs []vocab.ClusterStats
 		for _, s := range ss {
 			cs = append(cs, statsOf(t, s))
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func listen(t *testing.T, token string, refused chan string) *Stream {
@@ -146,7 +146,7 @@ func TestWrongTokenPeerCannotJoin(t *testing.T) {
 	if err := leader.node.Submit(1, req(t, "incr", "c", "5")); err != nil {
 		t.Fatal(err)
 	}
-	if r := leader.out.next(t, 1, 0, awaitFor); r.Status != parse.StatusOK || r.Int != 5 {
+	if r := leader.out.next(t, 1, 0, awaitFor); r.Status != vocab.StatusOK || r.Int != 5 {
 		t.Fatalf("incr: %+v", r)
 	}
 	select {

@@ -5,7 +5,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The uncontended acquire/release of an existing key must not allocate:
@@ -22,16 +22,16 @@ func acquireReleaseAllocs(t *testing.T, cfg Config) {
 	h := newHarness(t, cfg)
 	s := h.session()
 	key := []byte("alloc-key")
-	lock := parse.Request{Op: parse.OpLock, Key: key, Timeout: 0, Lease: 10}
-	rel := parse.Request{Op: parse.OpRelease, Key: key}
+	lock := vocab.Request{Op: vocab.OpLock, Key: key, Timeout: 0, Lease: 10}
+	rel := vocab.Request{Op: vocab.OpRelease, Key: key}
 	var tok [32]byte
 	cycle := func() {
 		r := h.apply(s, &lock)
-		if r.Status != parse.StatusOK {
+		if r.Status != vocab.StatusOK {
 			t.Fatalf("lock: %+v", r)
 		}
 		rel.Token = r.Token.Append(tok[:0])
-		if r := h.apply(s, &rel); r.Status != parse.StatusOK {
+		if r := h.apply(s, &rel); r.Status != vocab.StatusOK {
 			t.Fatalf("release: %+v", r)
 		}
 	}
@@ -49,14 +49,14 @@ func acquireReleaseAllocs(t *testing.T, cfg Config) {
 func TestCounterAndKVReadsDoNotAllocate(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.session()
-	incr := parse.Request{Op: parse.OpIncr, Key: []byte("ctr"), N: 1}
-	get := parse.Request{Op: parse.OpGet, Key: []byte("ctr")}
-	kget := parse.Request{Op: parse.OpKGet, Key: []byte("kv")}
+	incr := vocab.Request{Op: vocab.OpIncr, Key: []byte("ctr"), N: 1}
+	get := vocab.Request{Op: vocab.OpGet, Key: []byte("ctr")}
+	kget := vocab.Request{Op: vocab.OpKGet, Key: []byte("kv")}
 	h.do(s, "kset", "kv", "some value")
 	h.apply(s, &incr)
-	for name, req := range map[string]*parse.Request{"incr": &incr, "get": &get, "kget hit": &kget} {
+	for name, req := range map[string]*vocab.Request{"incr": &incr, "get": &get, "kget hit": &kget} {
 		if n := testing.AllocsPerRun(1000, func() {
-			if r := h.apply(s, req); r.Status != parse.StatusOK {
+			if r := h.apply(s, req); r.Status != vocab.StatusOK {
 				t.Fatalf("%s: %+v", name, r)
 			}
 		}); n != 0 {

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // barrier gathers count participants under a key of the barrier key space
@@ -35,37 +35,37 @@ type barrierList = waitList[barrierWaiter, *barrierWaiter]
 
 func (w *barrierWaiter) links() *waitLinks[barrierWaiter] { return &w.ln }
 
-func (e *Engine) bwait(s *session, r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) bwait(s *session, r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
 	b := sh.barriers[string(r.Key)]
 	if b == nil {
 		if !e.admitKey() {
-			return status(parse.StatusErrorMaxKeys)
+			return status(vocab.StatusErrorMaxKeys)
 		}
 		b = &barrier{key: string(r.Key), count: int(r.N)}
 		sh.barriers[b.key] = b
 	} else if b.count != int(r.N) {
-		return status(parse.StatusErrorBarrierCountMismatch)
+		return status(vocab.StatusErrorBarrierCountMismatch)
 	}
 	b.lastActive = now.Tick()
 	if b.parts.n+1 >= b.count {
-		sh.tripLocked(b, parse.StatusOK)
-		return status(parse.StatusOK)
+		sh.tripLocked(b, vocab.StatusOK)
+		return status(vocab.StatusOK)
 	}
 	if r.Timeout == 0 {
 		// Not the trip and not waiting: in rf this arrival breaks it.
 		if e.rf() {
-			sh.tripLocked(b, parse.StatusTimeout)
+			sh.tripLocked(b, vocab.StatusTimeout)
 		} else {
 			sh.dropBarrierIfEmptyLocked(b)
 		}
-		return status(parse.StatusTimeout)
+		return status(vocab.StatusTimeout)
 	}
 	if e.draining.Load() {
 		sh.dropBarrierIfEmptyLocked(b) // a drain ends every wait (spec §D.5)
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	w := &barrierWaiter{sh: sh, b: b, sess: s}
 	w.timer.Kind = timerBarrier
@@ -77,7 +77,7 @@ func (e *Engine) bwait(s *session, r *parse.Request, now timerwheel.Instant, fx 
 
 // tripLocked ends the barrier: every participant gets st and the key is
 // free for the next generation.
-func (sh *shard) tripLocked(b *barrier, st parse.Status) {
+func (sh *shard) tripLocked(b *barrier, st vocab.Status) {
 	for w := b.parts.head; w != nil; w = b.parts.head {
 		sh.endBarrierWaitLocked(w)
 		sh.deliverLocked(w.sess, status(st))
@@ -97,7 +97,7 @@ func (sh *shard) endBarrierWaitLocked(w *barrierWaiter) {
 func (sh *shard) leaveBarrierLocked(w *barrierWaiter) {
 	sh.endBarrierWaitLocked(w)
 	if sh.eng.rf() && w.b.parts.n > 0 {
-		sh.tripLocked(w.b, parse.StatusTimeout)
+		sh.tripLocked(w.b, vocab.StatusTimeout)
 		return
 	}
 	sh.dropBarrierIfEmptyLocked(w.b)
@@ -113,5 +113,5 @@ func (sh *shard) dropBarrierIfEmptyLocked(b *barrier) {
 // barrierTimedOutLocked answers a participant whose timeout fired.
 func (sh *shard) barrierTimedOutLocked(w *barrierWaiter) {
 	sh.leaveBarrierLocked(w)
-	sh.deliverLocked(w.sess, status(parse.StatusTimeout))
+	sh.deliverLocked(w.sess, status(vocab.StatusTimeout))
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Benchmarks of the engine alone (no parsing, no sockets), with the
@@ -39,15 +39,15 @@ type benchLocker struct {
 	timedOut int
 }
 
-func newBenchLocker(e *Engine, op parse.Op, key string, limit int64) *benchLocker {
+func newBenchLocker(e *Engine, op vocab.Op, key string, limit int64) *benchLocker {
 	s := benchOpen(e)
 	l := &benchLocker{e: e}
-	rel := parse.OpRelease
-	if op == parse.OpSemLock {
-		rel = parse.OpSemRelease
+	rel := vocab.OpRelease
+	if op == vocab.OpSemLock {
+		rel = vocab.OpSemRelease
 	}
-	l.lock = Command{Session: s, At: benchAt, Req: parse.Request{Op: op, Key: []byte(key), Lease: 10, Limit: limit}}
-	l.rel = Command{Session: s, At: benchAt, Req: parse.Request{Op: rel, Key: []byte(key)}}
+	l.lock = Command{Session: s, At: benchAt, Req: vocab.Request{Op: op, Key: []byte(key), Lease: 10, Limit: limit}}
+	l.rel = Command{Session: s, At: benchAt, Req: vocab.Request{Op: rel, Key: []byte(key)}}
 	return l
 }
 
@@ -56,8 +56,8 @@ func newBenchLocker(e *Engine, op parse.Op, key string, limit int64) *benchLocke
 func (l *benchLocker) cycle(b *testing.B) {
 	l.fx.Reset()
 	r := l.e.Apply(&l.lock, &l.fx)
-	if r.Status != parse.StatusOK {
-		if r.Status == parse.StatusTimeout {
+	if r.Status != vocab.StatusOK {
+		if r.Status == vocab.StatusTimeout {
 			l.timedOut++
 			return
 		}
@@ -66,7 +66,7 @@ func (l *benchLocker) cycle(b *testing.B) {
 	}
 	l.granted++
 	l.rel.Req.Token = r.Token.Append(l.tok[:0])
-	if r := l.e.Apply(&l.rel, &l.fx); r.Status != parse.StatusOK {
+	if r := l.e.Apply(&l.rel, &l.fx); r.Status != vocab.StatusOK {
 		b.Errorf("%s: %+v", l.rel.Req.Op, r)
 	}
 }
@@ -81,7 +81,7 @@ func (l *benchLocker) mustNotTimeOut(b *testing.B) {
 func BenchmarkAcquireRelease(b *testing.B) {
 	// One session, one existing key: the uncontended fast path.
 	b.Run("uncontended", func(b *testing.B) {
-		l := newBenchLocker(newBenchEngine(b), parse.OpLock, "bench-key", 0)
+		l := newBenchLocker(newBenchEngine(b), vocab.OpLock, "bench-key", 0)
 		l.cycle(b) // create the key
 		b.ReportAllocs()
 		for b.Loop() {
@@ -95,7 +95,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		var id atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			l := newBenchLocker(e, parse.OpLock, fmt.Sprintf("bench-key-%d", id.Add(1)), 0)
+			l := newBenchLocker(e, vocab.OpLock, fmt.Sprintf("bench-key-%d", id.Add(1)), 0)
 			l.cycle(b)
 			for pb.Next() {
 				l.cycle(b)
@@ -110,7 +110,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		var granted, attempts atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			l := newBenchLocker(e, parse.OpLock, "bench-hot", 0)
+			l := newBenchLocker(e, vocab.OpLock, "bench-hot", 0)
 			for pb.Next() {
 				l.cycle(b)
 			}
@@ -125,7 +125,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 
 // BenchmarkSemaphore: sl (limit 4) + sr on an existing key, one session.
 func BenchmarkSemaphore(b *testing.B) {
-	l := newBenchLocker(newBenchEngine(b), parse.OpSemLock, "bench-sem", 4)
+	l := newBenchLocker(newBenchEngine(b), vocab.OpSemLock, "bench-sem", 4)
 	l.cycle(b)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -139,21 +139,21 @@ func BenchmarkTwoPhase(b *testing.B) {
 	e := newBenchEngine(b)
 	s := benchOpen(e)
 	key := []byte("bench-2pc")
-	enq := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpEnqueue, Key: key, Lease: 10}}
-	wait := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpWait, Key: key, Timeout: 5}}
-	rel := Command{Session: s, At: benchAt, Req: parse.Request{Op: parse.OpRelease, Key: key}}
+	enq := Command{Session: s, At: benchAt, Req: vocab.Request{Op: vocab.OpEnqueue, Key: key, Lease: 10}}
+	wait := Command{Session: s, At: benchAt, Req: vocab.Request{Op: vocab.OpWait, Key: key, Timeout: 5}}
+	rel := Command{Session: s, At: benchAt, Req: vocab.Request{Op: vocab.OpRelease, Key: key}}
 	var tok [fence.TokenLen]byte
 	var fx Effects
 	cycle := func() {
-		if r := e.Apply(&enq, &fx); r.Status != parse.StatusAcquired {
+		if r := e.Apply(&enq, &fx); r.Status != vocab.StatusAcquired {
 			b.Fatalf("e: %+v", r)
 		}
 		r := e.Apply(&wait, &fx)
-		if r.Status != parse.StatusOK || r.Kind != KindGrant {
+		if r.Status != vocab.StatusOK || r.Kind != KindGrant {
 			b.Fatalf("w: %+v", r)
 		}
 		rel.Req.Token = r.Token.Append(tok[:0])
-		if r := e.Apply(&rel, &fx); r.Status != parse.StatusOK {
+		if r := e.Apply(&rel, &fx); r.Status != vocab.StatusOK {
 			b.Fatalf("r: %+v", r)
 		}
 		fx.Reset()
@@ -172,13 +172,13 @@ func BenchmarkHandOff(b *testing.B) {
 	e := newBenchEngine(b)
 	key := []byte("bench-handoff")
 	holder, waiter := benchOpen(e), benchOpen(e)
-	park := Command{At: benchAt, Req: parse.Request{Op: parse.OpLock, Key: key, Timeout: 10, Lease: 10}}
-	rel := Command{At: benchAt, Req: parse.Request{Op: parse.OpRelease, Key: key}}
+	park := Command{At: benchAt, Req: vocab.Request{Op: vocab.OpLock, Key: key, Timeout: 10, Lease: 10}}
+	rel := Command{At: benchAt, Req: vocab.Request{Op: vocab.OpRelease, Key: key}}
 	var tok [fence.TokenLen]byte
 	var fx Effects
 	park.Session = holder
 	r := e.Apply(&park, &fx)
-	if r.Status != parse.StatusOK {
+	if r.Status != vocab.StatusOK {
 		b.Fatalf("first l: %+v", r)
 	}
 	held := r.Token
@@ -190,7 +190,7 @@ func BenchmarkHandOff(b *testing.B) {
 		}
 		rel.Session = holder
 		rel.Req.Token = held.Append(tok[:0])
-		if r := e.Apply(&rel, &fx); r.Status != parse.StatusOK {
+		if r := e.Apply(&rel, &fx); r.Status != vocab.StatusOK {
 			b.Fatalf("r: %+v", r)
 		}
 		if len(fx.List) != 1 || fx.List[0].To != waiter || fx.List[0].Result.Kind != KindGrant {

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func (h *harness) cancel(s SessionID, tag uint32) int64 {
 	h.t.Helper()
 	r := h.run(Command{Kind: KindCancel, Session: s, Tag: tag})
-	if r.Status != parse.StatusOK || r.Kind != KindInt {
+	if r.Status != vocab.StatusOK || r.Kind != KindInt {
 		h.t.Fatalf("cancel: %+v", r)
 	}
 	return r.Int
@@ -30,9 +30,9 @@ func TestCancelParkedAcquire(t *testing.T) {
 	if n := h.cancel(b, 0); n != 0 {
 		t.Fatalf("second cancel withdrew %d", n)
 	}
-	wantStatus(t, h.do(a, "r", "k", tk), parse.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", tk), vocab.StatusOK)
 	h.wantNothing(b)
-	if g := h.wantDelivered(c, parse.StatusOK); g.Lease != 20 {
+	if g := h.wantDelivered(c, vocab.StatusOK); g.Lease != 20 {
 		t.Fatalf("c's grant %+v", g)
 	}
 	h.advance(6 * time.Second)
@@ -48,13 +48,13 @@ func TestCancelParkedWait(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b := h.session(), h.session()
 	tk := wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
-	wantStatus(t, h.do(b, "e", "k", ""), parse.StatusQueued)
+	wantStatus(t, h.do(b, "e", "k", ""), vocab.StatusQueued)
 	wantBlocked(t, h.do(b, "w", "k", "5"))
 	if n := h.cancel(b, 0); n != 1 {
 		t.Fatalf("cancel of a parked w withdrew %d", n)
 	}
-	wantStatus(t, h.do(b, "w", "k", "0"), parse.StatusErrorNotEnqueued)
-	wantStatus(t, h.do(a, "r", "k", tk), parse.StatusOK)
+	wantStatus(t, h.do(b, "w", "k", "0"), vocab.StatusErrorNotEnqueued)
+	wantStatus(t, h.do(a, "r", "k", tk), vocab.StatusOK)
 	h.wantNothing(b)
 	if n := h.eng.Keys(); n != 1 {
 		t.Fatalf("%d keys", n)
@@ -64,7 +64,7 @@ func TestCancelParkedWait(t *testing.T) {
 // Blocking pops and barrier waits are parked requests too; a tagged
 // acquire is withdrawn by its tag only.
 func TestCancelPopBarrierAndTagged(t *testing.T) {
-	h := newHarness(t, Config{Profile: parse.ProfileRF})
+	h := newHarness(t, Config{Profile: vocab.ProfileRF})
 	a, b := h.session(), h.session()
 	wantBlocked(t, h.do(a, "blpop", "q", "5"))
 	if n := h.cancel(a, 0); n != 1 {

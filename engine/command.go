@@ -2,8 +2,8 @@ package engine
 
 import (
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // SessionID names a client session: a connection of any transport, or an
@@ -69,7 +69,7 @@ type Command struct {
 	// (rounded up, timerwheel.Instant.After) and expiry checks use it.
 	// Times of one engine's commands must not go backwards.
 	At  timerwheel.Instant
-	Req parse.Request
+	Req vocab.Request
 
 	ConnID  uint64 // KindOpen
 	Keep    bool   // KindClose: keep held slots until their leases end
@@ -88,7 +88,7 @@ type Command struct {
 // Result is the outcome of a command, or a late reply or push delivered
 // to a session as an Effect.
 type Result struct {
-	Status parse.Status
+	Status vocab.Status
 	Kind   ResultKind
 	Token  fence.Token
 	Lease  int64  // seconds, for grants; the TTL for renewals
@@ -134,15 +134,15 @@ const (
 
 // Push is the content of an asynchronous line; parse.AppendPush encodes it.
 type Push struct {
-	Kind parse.PushKind
+	Kind vocab.PushKind
 	// A and B are its two fields: channel and payload of a signal, event
 	// and key of a watch, event and name of a leader push.
 	A, B string
 }
 
 // status is a bare-status Result.
-func status(s parse.Status) Result { return Result{Status: s} }
+func status(s vocab.Status) Result { return Result{Status: s} }
 
-func pushResult(kind parse.PushKind, a, b string) Result {
-	return Result{Status: parse.StatusOK, Kind: KindPush, Push: Push{Kind: kind, A: a, B: b}}
+func pushResult(kind vocab.PushKind, a, b string) Result {
+	return Result{Status: vocab.StatusOK, Kind: KindPush, Push: Push{Kind: kind, A: a, B: b}}
 }

@@ -3,8 +3,8 @@ package engine
 import (
 	"math"
 
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // counter is an int64 under a key of the counter key space (spec §B.5).
@@ -15,17 +15,17 @@ type counter struct {
 
 // counterOp serves incr, decr, get and cset. Overflow is an error that
 // leaves the value unchanged.
-func (e *Engine) counterOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) counterOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
 	c := sh.counters[string(r.Key)]
-	if r.Op == parse.OpGet {
+	if r.Op == vocab.OpGet {
 		if c == nil {
-			return Result{Status: parse.StatusOK, Kind: KindInt} // absent reads as 0, not created
+			return Result{Status: vocab.StatusOK, Kind: KindInt} // absent reads as 0, not created
 		}
 		c.lastActive = now.Tick()
-		return Result{Status: parse.StatusOK, Kind: KindInt, Int: c.value}
+		return Result{Status: vocab.StatusOK, Kind: KindInt, Int: c.value}
 	}
 	var next int64
 	cur := int64(0)
@@ -33,27 +33,27 @@ func (e *Engine) counterOp(r *parse.Request, now timerwheel.Instant, fx *Effects
 		cur = c.value
 	}
 	switch r.Op {
-	case parse.OpIncr:
+	case vocab.OpIncr:
 		v, ok := addInt64(cur, r.N)
 		if !ok {
-			return status(parse.StatusError)
+			return status(vocab.StatusError)
 		}
 		next = v
-	case parse.OpDecr:
+	case vocab.OpDecr:
 		if r.N == math.MinInt64 {
-			return status(parse.StatusError)
+			return status(vocab.StatusError)
 		}
 		v, ok := addInt64(cur, -r.N)
 		if !ok {
-			return status(parse.StatusError)
+			return status(vocab.StatusError)
 		}
 		next = v
-	case parse.OpCSet:
+	case vocab.OpCSet:
 		next = r.N
 	}
 	if c == nil {
 		if !e.admitKey() {
-			return status(parse.StatusErrorMaxKeys)
+			return status(vocab.StatusErrorMaxKeys)
 		}
 		c = &counter{}
 		sh.counters[string(r.Key)] = c
@@ -62,10 +62,10 @@ func (e *Engine) counterOp(r *parse.Request, now timerwheel.Instant, fx *Effects
 	if sh.watching() {
 		sh.watchEventLocked(r.Op.String(), string(r.Key))
 	}
-	if r.Op == parse.OpCSet {
-		return status(parse.StatusOK)
+	if r.Op == vocab.OpCSet {
+		return status(vocab.StatusOK)
 	}
-	return Result{Status: parse.StatusOK, Kind: KindInt, Int: next}
+	return Result{Status: vocab.StatusOK, Kind: KindInt, Int: next}
 }
 
 // addInt64 adds without wrapping.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // lateInTick is an instant just before a tick ends: the worst case for a
@@ -42,12 +42,12 @@ func TestDeadlinesNeverEndEarly(t *testing.T) {
 	}{{
 		name:    "lock lease",
 		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "l", "k", "0 2"), 2) },
-		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), vocab.StatusTimeout) },
 		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name:    "semaphore lease",
 		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "sl", "k", "0 1 2"), 2) },
-		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "sl", "k", "0 1"), parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "sl", "k", "0 1"), vocab.StatusTimeout) },
 		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "sl", "k", "0 1"), 33) },
 	}, {
 		name: "renewed lease",
@@ -57,11 +57,11 @@ func TestDeadlinesNeverEndEarly(t *testing.T) {
 			h.clock.SetInstant(timerwheel.Of(now.Tick() - 500))
 			tk := wantGrant(h.t, h.do(a, "l", "k", "0 1"), 1)
 			h.clock.SetInstant(now)
-			if r := h.do(a, "n", "k", tk+" 2"); r.Status != parse.StatusOK || r.Lease != 2 {
+			if r := h.do(a, "n", "k", tk+" 2"); r.Status != vocab.StatusOK || r.Lease != 2 {
 				h.t.Fatalf("renew: %+v", r)
 			}
 		},
-		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "l", "k", "0"), vocab.StatusTimeout) },
 		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name: "acquire timeout",
@@ -73,43 +73,43 @@ func TestDeadlinesNeverEndEarly(t *testing.T) {
 			wantBlocked(h.t, h.do(b, "l", "k", "2"))
 		},
 		running: func(h *harness, a, b SessionID) { h.wantNothing(b) },
-		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, vocab.StatusTimeout) },
 	}, {
 		name: "wait timeout",
 		start: func(h *harness, a, b SessionID) {
 			wantGrant(h.t, h.do(a, "l", "k", "0 30"), 30)
-			wantStatus(h.t, h.do(b, "e", "k", ""), parse.StatusQueued)
+			wantStatus(h.t, h.do(b, "e", "k", ""), vocab.StatusQueued)
 			wantBlocked(h.t, h.do(b, "w", "k", "2"))
 		},
 		running: func(h *harness, a, b SessionID) { h.wantNothing(b) },
-		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(b, vocab.StatusTimeout) },
 	}, {
 		name:  "two-phase lease restarted by w",
-		start: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "e", "k", "2"), parse.StatusAcquired) },
+		start: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "e", "k", "2"), vocab.StatusAcquired) },
 		running: func(h *harness, a, b SessionID) {
 			// w at the same late instant restarts the lease: still held.
-			wantStatus(h.t, h.do(b, "l", "k", "0"), parse.StatusTimeout)
+			wantStatus(h.t, h.do(b, "l", "k", "0"), vocab.StatusTimeout)
 		},
 		ended: func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "l", "k", "0"), 33) },
 	}, {
 		name:    "KV TTL",
-		start:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "kset", "k", "v\t2"), parse.StatusOK) },
+		start:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(a, "kset", "k", "v\t2"), vocab.StatusOK) },
 		running: func(h *harness, a, b SessionID) { wantValue(h.t, h.do(b, "kget", "k", "_"), "v") },
-		ended:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "kget", "k", "_"), parse.StatusNil) },
+		ended:   func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "kget", "k", "_"), vocab.StatusNil) },
 	}, {
 		name:    "blocking pop timeout",
 		start:   func(h *harness, a, b SessionID) { wantBlocked(h.t, h.do(a, "blpop", "q", "2")) },
 		running: func(h *harness, a, b SessionID) { h.wantNothing(a) },
-		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, parse.StatusNil) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, vocab.StatusNil) },
 	}, {
 		name:    "barrier timeout",
 		start:   func(h *harness, a, b SessionID) { wantBlocked(h.t, h.do(a, "bwait", "b", "2 2")) },
 		running: func(h *harness, a, b SessionID) { h.wantNothing(a) },
-		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, parse.StatusTimeout) },
+		ended:   func(h *harness, a, b SessionID) { h.wantDelivered(a, vocab.StatusTimeout) },
 	}, {
 		name:    "election lease",
 		start:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(a, "elect", "e", "0 2"), 2) },
-		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "elect", "e", "0"), parse.StatusTimeout) },
+		running: func(h *harness, a, b SessionID) { wantStatus(h.t, h.do(b, "elect", "e", "0"), vocab.StatusTimeout) },
 		ended:   func(h *harness, a, b SessionID) { wantGrant(h.t, h.do(b, "elect", "e", "0"), 33) },
 	}}
 	for _, c := range cases {
@@ -145,9 +145,9 @@ func TestHandOffLeaseStartsAtFiring(t *testing.T) {
 	// The driver runs late: a's lease was due at 2000 ms, fired at 2700.4.
 	fired := timerwheel.Of(2700) + 400_000
 	h.expireAt(fired)
-	h.wantDelivered(b, parse.StatusOK)
+	h.wantDelivered(b, vocab.StatusOK)
 	h.expireAt(fired + timerwheel.Instant(2*time.Second) - 1)
-	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(c, "l", "k", "0"), vocab.StatusTimeout)
 	h.expireAt(timerwheel.Of((fired + timerwheel.Instant(2*time.Second)).Tick() + 1))
 	wantGrant(t, h.do(c, "l", "k", "0"), 33)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // TestDeterminism records a random workload over every primitive — locks,
@@ -27,7 +28,7 @@ func TestDeterminism(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 15_000 // CI also runs it at full size without -race (.ci/run)
 	}
-	for _, p := range []parse.Profile{parse.ProfileV2, parse.ProfileRF} {
+	for _, p := range []vocab.Profile{vocab.ProfileV2, vocab.ProfileRF} {
 		t.Run(p.String(), func(t *testing.T) {
 			cfg := Config{Shards: 16, Profile: p, TokenKey: testKey, FenceFloor: 1 << 40,
 				DefaultLease: 3 * time.Second, MaxWaiters: 8, MaxSubscriptions: 6, GCMaxIdle: 5 * time.Second}
@@ -177,8 +178,8 @@ func (g *detGen) token(key string) []byte {
 	return []byte("00000000000000010000000000000001")
 }
 
-func (g *detGen) req(s SessionID, op parse.Op, key string, fill func(*parse.Request)) Result {
-	r := parse.Request{Op: op, Key: []byte(key)}
+func (g *detGen) req(s SessionID, op vocab.Op, key string, fill func(*vocab.Request)) Result {
+	r := vocab.Request{Op: op, Key: []byte(key)}
 	if fill != nil {
 		fill(&r)
 	}
@@ -233,36 +234,36 @@ func (g *detGen) step() {
 	switch x := g.rng.IntN(100); {
 	case x < 14:
 		k := g.pick(detLockKeys)
-		g.req(s, parse.OpLock, k, func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+		g.req(s, vocab.OpLock, k, func(r *vocab.Request) { r.Timeout, r.Lease = timeout(), ttl() })
 	case x < 24:
 		k := g.pick(detLockKeys)
-		g.req(s, parse.OpRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+		g.req(s, vocab.OpRelease, k, func(r *vocab.Request) { r.Token = g.token(k) })
 	case x < 28:
 		k := g.pick(detLockKeys)
-		g.req(s, parse.OpRenew, k, func(r *parse.Request) { r.Token, r.Lease = g.token(k), ttl() })
+		g.req(s, vocab.OpRenew, k, func(r *vocab.Request) { r.Token, r.Lease = g.token(k), ttl() })
 	case x < 32:
-		g.req(s, parse.OpEnqueue, g.pick(detLockKeys), func(r *parse.Request) { r.Lease = ttl() })
+		g.req(s, vocab.OpEnqueue, g.pick(detLockKeys), func(r *vocab.Request) { r.Lease = ttl() })
 	case x < 36:
-		g.req(s, parse.OpWait, g.pick(detLockKeys), func(r *parse.Request) { r.Timeout = timeout() })
+		g.req(s, vocab.OpWait, g.pick(detLockKeys), func(r *vocab.Request) { r.Timeout = timeout() })
 	case x < 41:
 		k := g.pick(detSemKeys)
-		g.req(s, parse.OpSemLock, k, func(r *parse.Request) { r.Timeout, r.Limit, r.Lease = timeout(), 2, ttl() })
+		g.req(s, vocab.OpSemLock, k, func(r *vocab.Request) { r.Timeout, r.Limit, r.Lease = timeout(), 2, ttl() })
 	case x < 45:
 		k := g.pick(detSemKeys)
-		g.req(s, parse.OpSemRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+		g.req(s, vocab.OpSemRelease, k, func(r *vocab.Request) { r.Token = g.token(k) })
 	case x < 49:
 		k := g.pick(detRWKeys)
-		op := []parse.Op{parse.OpReadLock, parse.OpWriteLock}[g.rng.IntN(2)]
-		g.req(s, op, k, func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+		op := []vocab.Op{vocab.OpReadLock, vocab.OpWriteLock}[g.rng.IntN(2)]
+		g.req(s, op, k, func(r *vocab.Request) { r.Timeout, r.Lease = timeout(), ttl() })
 	case x < 52:
 		k := g.pick(detRWKeys)
-		g.req(s, parse.OpReadRelease, k, func(r *parse.Request) { r.Token = g.token(k) })
+		g.req(s, vocab.OpReadRelease, k, func(r *vocab.Request) { r.Token = g.token(k) })
 	case x < 56:
-		op := []parse.Op{parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet}[g.rng.IntN(4)]
-		g.req(s, op, g.pick(detCtrKeys), func(r *parse.Request) { r.N = int64(g.rng.IntN(7) - 3) })
+		op := []vocab.Op{vocab.OpIncr, vocab.OpDecr, vocab.OpGet, vocab.OpCSet}[g.rng.IntN(4)]
+		g.req(s, op, g.pick(detCtrKeys), func(r *vocab.Request) { r.N = int64(g.rng.IntN(7) - 3) })
 	case x < 62:
-		op := []parse.Op{parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS}[g.rng.IntN(4)]
-		g.req(s, op, g.pick(detKVKeys), func(r *parse.Request) {
+		op := []vocab.Op{vocab.OpKSet, vocab.OpKGet, vocab.OpKDel, vocab.OpKCAS}[g.rng.IntN(4)]
+		g.req(s, op, g.pick(detKVKeys), func(r *vocab.Request) {
 			r.Value = []byte("v" + strconv.Itoa(g.rng.IntN(3)))
 			r.Old = []byte([]string{"", "v0", "v1"}[g.rng.IntN(3)])
 			if g.rng.IntN(2) == 0 {
@@ -270,32 +271,32 @@ func (g *detGen) step() {
 			}
 		})
 	case x < 70:
-		op := []parse.Op{parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
-			parse.OpBLPop, parse.OpBRPop}[g.rng.IntN(8)]
-		g.req(s, op, g.pick(detLists), func(r *parse.Request) {
+		op := []vocab.Op{vocab.OpLPush, vocab.OpRPush, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpLRange,
+			vocab.OpBLPop, vocab.OpBRPop}[g.rng.IntN(8)]
+		g.req(s, op, g.pick(detLists), func(r *vocab.Request) {
 			r.Value = []byte("item" + strconv.Itoa(g.rng.IntN(100)))
 			r.Timeout, r.N, r.M = timeout(), int64(g.rng.IntN(3)), int64(g.rng.IntN(3)-1)
 		})
 	case x < 76:
-		op := []parse.Op{parse.OpListen, parse.OpListen, parse.OpUnlisten}[g.rng.IntN(3)]
-		g.req(s, op, g.pick(detPatterns), func(r *parse.Request) {
+		op := []vocab.Op{vocab.OpListen, vocab.OpListen, vocab.OpUnlisten}[g.rng.IntN(3)]
+		g.req(s, op, g.pick(detPatterns), func(r *vocab.Request) {
 			r.Value = []byte([]string{"", "", "grp"}[g.rng.IntN(3)])
 		})
 	case x < 82:
-		g.req(s, parse.OpSignal, g.pick(detChannels), func(r *parse.Request) { r.Value = []byte("payload") })
+		g.req(s, vocab.OpSignal, g.pick(detChannels), func(r *vocab.Request) { r.Value = []byte("payload") })
 	case x < 85:
-		op := []parse.Op{parse.OpWatch, parse.OpWatch, parse.OpUnwatch}[g.rng.IntN(3)]
+		op := []vocab.Op{vocab.OpWatch, vocab.OpWatch, vocab.OpUnwatch}[g.rng.IntN(3)]
 		pats := append(slices.Clone(detLockKeys), "*", ">", "k1", "q1", "n1")
 		g.req(s, op, g.pick(pats), nil)
 	case x < 88:
-		g.req(s, parse.OpBWait, g.pick(detBarriers), func(r *parse.Request) { r.N, r.Timeout = 3, timeout() })
+		g.req(s, vocab.OpBWait, g.pick(detBarriers), func(r *vocab.Request) { r.N, r.Timeout = 3, timeout() })
 	case x < 92:
-		g.req(s, parse.OpElect, g.pick(detElects), func(r *parse.Request) { r.Timeout, r.Lease = timeout(), ttl() })
+		g.req(s, vocab.OpElect, g.pick(detElects), func(r *vocab.Request) { r.Timeout, r.Lease = timeout(), ttl() })
 	case x < 94:
 		k := g.pick(detElects)
-		g.req(s, parse.OpResign, k, func(r *parse.Request) { r.Token = g.token(k) })
+		g.req(s, vocab.OpResign, k, func(r *vocab.Request) { r.Token = g.token(k) })
 	case x < 96:
-		op := []parse.Op{parse.OpObserve, parse.OpObserve, parse.OpUnobserve}[g.rng.IntN(3)]
+		op := []vocab.Op{vocab.OpObserve, vocab.OpObserve, vocab.OpUnobserve}[g.rng.IntN(3)]
 		g.req(s, op, g.pick(detElects), nil)
 	default:
 		// Foreign (godistlock) operations on the lock keys.
@@ -303,13 +304,13 @@ func (g *detGen) step() {
 		switch g.rng.IntN(4) {
 		case 0:
 			g.tag++
-			g.run(Command{Kind: KindTaggedAcquire, Session: s, Req: parse.Request{Key: k}, Tag: g.tag, Wait: g.rng.IntN(2) == 0, LeaseMs: 1500})
+			g.run(Command{Kind: KindTaggedAcquire, Session: s, Req: vocab.Request{Key: k}, Tag: g.tag, Wait: g.rng.IntN(2) == 0, LeaseMs: 1500})
 		case 1:
-			g.run(Command{Kind: KindOwnRelease, Session: s, Req: parse.Request{Key: k}})
+			g.run(Command{Kind: KindOwnRelease, Session: s, Req: vocab.Request{Key: k}})
 		case 2:
-			g.run(Command{Kind: KindFenceRenew, Session: s, Req: parse.Request{Key: k}, Fence: g.eng.LastFence(), LeaseMs: 2000})
+			g.run(Command{Kind: KindFenceRenew, Session: s, Req: vocab.Request{Key: k}, Fence: g.eng.LastFence(), LeaseMs: 2000})
 		default:
-			g.run(Command{Kind: KindHolder, Req: parse.Request{Key: k}})
+			g.run(Command{Kind: KindHolder, Req: vocab.Request{Key: k}})
 		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Leader election (spec §B.12). An elect is a limit-1 acquire of the lock
@@ -111,7 +111,7 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 	defer sh.unlock()
 	sl, _ := sh.holderLocked(nsLock, key, tok, now)
 	if sl == nil {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	leader := sl.sess
 	sh.noteLocked(EventRelease, sl, now)
@@ -124,7 +124,7 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 	}
 	sh.leaderPushLocked(r.key, "resigned", nil)
 	sh.handOffLocked(r, now)
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // observe registers s as an observer of name and, when the name has a
@@ -140,19 +140,19 @@ func (e *Engine) observe(s *session, key []byte, now timerwheel.Instant, fx *Eff
 	switch {
 	case w == nil:
 		if e.subscriptions(s.id) >= e.regCap() {
-			return status(parse.StatusError) // rf counts observe with listen and watch (§B.9)
+			return status(vocab.StatusError) // rf counts observe with listen and watch (§B.9)
 		}
 		if w = sh.addLeaderWatcherLocked(name, s); w == nil {
-			return status(parse.StatusOK) // closing: nothing will reach it anyway
+			return status(vocab.StatusOK) // closing: nothing will reach it anyway
 		}
 	case w.observer && !e.rf():
-		return status(parse.StatusOK)
+		return status(vocab.StatusOK)
 	}
 	w.observer = true
 	if sh.hasLeaderLocked(key, now) {
 		sh.deliverLocked(s, leaderPush("elected", name))
 	}
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // unobserve removes s's registration on name, holder or observer.
@@ -161,7 +161,7 @@ func (e *Engine) unobserve(s *session, key []byte, fx *Effects) Result {
 	sh.lock(fx)
 	sh.unwatchLeaderLocked(string(key), s)
 	sh.unlock()
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // hasLeaderLocked reports whether the lock of name has a live holder.
@@ -217,7 +217,7 @@ func (sh *shard) leaderPushLocked(key, event string, except *session) {
 	}
 }
 
-func leaderPush(event, key string) Result { return pushResult(parse.PushLeader, event, key) }
+func leaderPush(event, key string) Result { return pushResult(vocab.PushLeader, event, key) }
 
 // findLeaderWatcherLocked returns s's registration on key, or nil.
 func (sh *shard) findLeaderWatcherLocked(key string, s *session) *leaderWatcher {

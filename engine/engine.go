@@ -8,8 +8,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Defaults; each matches dflockd's (spec §E.2) unless noted.
@@ -48,7 +48,7 @@ type Config struct {
 	// Profile selects the semantics of a dflockd release line where they
 	// differ from v2 (spec §I): see the uses of e.rf() and of the
 	// profile's methods.
-	Profile parse.Profile
+	Profile vocab.Profile
 	// Start is the time of the engine's creation; the first command's At
 	// must not be earlier.
 	Start timerwheel.Instant
@@ -161,7 +161,7 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 }
 
 // rf reports the redis-feats profile.
-func (e *Engine) rf() bool { return e.cfg.Profile == parse.ProfileRF }
+func (e *Engine) rf() bool { return e.cfg.Profile == vocab.ProfileRF }
 
 // Apply runs one command and returns its caller's Result. Effects on
 // other sessions (and pushes to the caller) are appended to fx.
@@ -170,7 +170,7 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	case KindRequest:
 		return e.request(c, fx)
 	case KindOpen:
-		return Result{Status: parse.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
+		return Result{Status: vocab.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
 	case KindClose:
 		e.closeSession(e.mustSession(c.Session), c.At, c.Keep || e.cfg.KeepOnDisconnect, fx)
 	case KindGC:
@@ -194,7 +194,7 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	default:
 		panic("engine: Apply of an unknown command kind")
 	}
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // request runs a dflockd protocol request.
@@ -211,45 +211,45 @@ func (e *Engine) request(c *Command, fx *Effects) Result {
 	// is not checked, and w/rw/ww share one two-phase state).
 	m := mode{limit: int(max(r.Limit, 1)), rw: r.Op.ReadWrite(), writer: r.Op.Writer()}
 	switch r.Op {
-	case parse.OpLock, parse.OpSemLock, parse.OpReadLock, parse.OpWriteLock:
+	case vocab.OpLock, vocab.OpSemLock, vocab.OpReadLock, vocab.OpWriteLock:
 		if c.Readopt {
 			if res, ok := e.readopt(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, now, fx); ok {
 				return res
 			}
 		}
 		return e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
-	case parse.OpRelease, parse.OpSemRelease, parse.OpReadRelease, parse.OpWriteRelease:
+	case vocab.OpRelease, vocab.OpSemRelease, vocab.OpReadRelease, vocab.OpWriteRelease:
 		return e.release(ns, r.Key, r.Token, now, fx)
-	case parse.OpRenew, parse.OpSemRenew, parse.OpReadRenew, parse.OpWriteRenew:
+	case vocab.OpRenew, vocab.OpSemRenew, vocab.OpReadRenew, vocab.OpWriteRenew:
 		return e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease), now, fx)
-	case parse.OpEnqueue, parse.OpSemEnqueue, parse.OpReadEnqueue, parse.OpWriteEnqueue:
+	case vocab.OpEnqueue, vocab.OpSemEnqueue, vocab.OpReadEnqueue, vocab.OpWriteEnqueue:
 		return e.enqueue(e.mustSession(c.Session), ns, r.Key, m, e.leaseMs(r.Lease), now, fx)
-	case parse.OpWait, parse.OpSemWait, parse.OpReadWait, parse.OpWriteWait:
+	case vocab.OpWait, vocab.OpSemWait, vocab.OpReadWait, vocab.OpWriteWait:
 		return e.wait(e.mustSession(c.Session), ns, r.Key, r.Timeout*1000, now, fx)
-	case parse.OpIncr, parse.OpDecr, parse.OpGet, parse.OpCSet:
+	case vocab.OpIncr, vocab.OpDecr, vocab.OpGet, vocab.OpCSet:
 		return e.counterOp(r, now, fx)
-	case parse.OpKSet, parse.OpKGet, parse.OpKDel, parse.OpKCAS:
+	case vocab.OpKSet, vocab.OpKGet, vocab.OpKDel, vocab.OpKCAS:
 		return e.kvOp(r, now, fx)
-	case parse.OpLPush, parse.OpRPush, parse.OpLPop, parse.OpRPop, parse.OpLLen, parse.OpLRange,
-		parse.OpBLPop, parse.OpBRPop:
+	case vocab.OpLPush, vocab.OpRPush, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpLRange,
+		vocab.OpBLPop, vocab.OpBRPop:
 		return e.listOp(c.Session, r, now, fx)
-	case parse.OpListen, parse.OpUnlisten, parse.OpSignal:
+	case vocab.OpListen, vocab.OpUnlisten, vocab.OpSignal:
 		return e.pubsubOp(c.Session, r, fx)
-	case parse.OpWatch, parse.OpUnwatch:
+	case vocab.OpWatch, vocab.OpUnwatch:
 		return e.watchOp(c.Session, r)
-	case parse.OpBWait:
+	case vocab.OpBWait:
 		return e.bwait(e.mustSession(c.Session), r, now, fx)
-	case parse.OpElect:
+	case vocab.OpElect:
 		return e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
 			r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
-	case parse.OpResign:
+	case vocab.OpResign:
 		return e.resign(r.Key, r.Token, now, fx)
-	case parse.OpObserve:
+	case vocab.OpObserve:
 		return e.observe(e.mustSession(c.Session), r.Key, now, fx)
-	case parse.OpUnobserve:
+	case vocab.OpUnobserve:
 		return e.unobserve(e.mustSession(c.Session), r.Key, fx)
-	case parse.OpStats:
-		return Result{Status: parse.StatusOK, Kind: KindStats}
+	case vocab.OpStats:
+		return Result{Status: vocab.StatusOK, Kind: KindStats}
 	}
 	panic("engine: Apply of a request with unsupported op " + r.Op.String())
 }

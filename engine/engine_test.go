@@ -8,6 +8,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // recorder keeps the effects delivered to each session, and delivers
@@ -96,7 +97,7 @@ func (h *harness) run(c Command) Result {
 func (h *harness) session() SessionID { return h.run(Command{Kind: KindOpen}).Session }
 
 // apply runs one parsed request for s.
-func (h *harness) apply(s SessionID, req *parse.Request) Result {
+func (h *harness) apply(s SessionID, req *vocab.Request) Result {
 	h.t.Helper()
 	return h.run(Command{Kind: KindRequest, Session: s, Req: *req})
 }
@@ -135,21 +136,21 @@ func (h *harness) stats(connections int) string {
 
 // The foreign lock operations (foreign.go).
 func (h *harness) acquireTagged(s SessionID, key []byte, leaseMs int64, wait bool, tag uint32) Result {
-	return h.run(Command{Kind: KindTaggedAcquire, Session: s, Req: parse.Request{Key: key}, LeaseMs: leaseMs, Wait: wait, Tag: tag})
+	return h.run(Command{Kind: KindTaggedAcquire, Session: s, Req: vocab.Request{Key: key}, LeaseMs: leaseMs, Wait: wait, Tag: tag})
 }
 
 func (h *harness) releaseOwn(s SessionID, key []byte) (released bool, tag uint32) {
-	r := h.run(Command{Kind: KindOwnRelease, Session: s, Req: parse.Request{Key: key}})
-	return r.Status == parse.StatusOK, r.Tag
+	r := h.run(Command{Kind: KindOwnRelease, Session: s, Req: vocab.Request{Key: key}})
+	return r.Status == vocab.StatusOK, r.Tag
 }
 
 func (h *harness) renewFence(s SessionID, key []byte, f uint64, leaseMs int64) bool {
-	return h.run(Command{Kind: KindFenceRenew, Session: s, Req: parse.Request{Key: key}, Fence: f, LeaseMs: leaseMs}).Status == parse.StatusOK
+	return h.run(Command{Kind: KindFenceRenew, Session: s, Req: vocab.Request{Key: key}, Fence: f, LeaseMs: leaseMs}).Status == vocab.StatusOK
 }
 
 func (h *harness) holderFence(key []byte) (uint64, bool) {
-	r := h.run(Command{Kind: KindHolder, Req: parse.Request{Key: key}})
-	return r.Token.Fence, r.Status == parse.StatusOK
+	r := h.run(Command{Kind: KindHolder, Req: vocab.Request{Key: key}})
+	return r.Token.Fence, r.Status == vocab.StatusOK
 }
 
 func tok(r Result) string {
@@ -157,7 +158,7 @@ func tok(r Result) string {
 	return string(r.Token.Append(b[:0]))
 }
 
-func wantStatus(t *testing.T, r Result, want parse.Status) {
+func wantStatus(t *testing.T, r Result, want vocab.Status) {
 	t.Helper()
 	if r.Blocked || r.Status != want {
 		t.Fatalf("got %+v, want status %v", r, want)
@@ -166,7 +167,7 @@ func wantStatus(t *testing.T, r Result, want parse.Status) {
 
 func wantGrant(t *testing.T, r Result, lease int64) string {
 	t.Helper()
-	if r.Blocked || r.Status != parse.StatusOK || r.Kind != KindGrant || r.Lease != lease {
+	if r.Blocked || r.Status != vocab.StatusOK || r.Kind != KindGrant || r.Lease != lease {
 		t.Fatalf("got %+v, want grant with lease %d", r, lease)
 	}
 	return tok(r)
@@ -179,7 +180,7 @@ func wantBlocked(t *testing.T, r Result) {
 	}
 }
 
-func (h *harness) wantDelivered(s SessionID, want parse.Status) Result {
+func (h *harness) wantDelivered(s SessionID, want vocab.Status) Result {
 	h.t.Helper()
 	got := h.rec.take(s)
 	if len(got) != 1 || got[0].Status != want {
@@ -199,8 +200,8 @@ func TestGrantReleaseAndTokens(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()
 	t1 := wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
-	wantStatus(t, h.do(a, "r", "k", t1), parse.StatusOK)
-	wantStatus(t, h.do(a, "r", "k", t1), parse.StatusError)
+	wantStatus(t, h.do(a, "r", "k", t1), vocab.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", t1), vocab.StatusError)
 	t2 := wantGrant(t, h.do(a, "l", "k", "0"), 33)
 	if t1 == t2 || t2 <= t1 {
 		t.Fatalf("tokens must increase for one key: %s then %s", t1, t2)
@@ -218,17 +219,17 @@ func TestFIFOHandOff(t *testing.T) {
 		waiters = append(waiters, w)
 	}
 	// A try-lock never jumps the queue.
-	wantStatus(t, h.do(h.session(), "l", "k", "0"), parse.StatusTimeout)
-	wantStatus(t, h.do(holder, "r", "k", tk), parse.StatusOK)
+	wantStatus(t, h.do(h.session(), "l", "k", "0"), vocab.StatusTimeout)
+	wantStatus(t, h.do(holder, "r", "k", tk), vocab.StatusOK)
 	for i, w := range waiters {
-		g := h.wantDelivered(w, parse.StatusOK)
+		g := h.wantDelivered(w, vocab.StatusOK)
 		if g.Lease != int64(20+i) {
 			t.Fatalf("waiter %d got lease %d", i, g.Lease)
 		}
 		for _, later := range waiters[i+1:] {
 			h.wantNothing(later)
 		}
-		wantStatus(t, h.do(w, "r", "k", tok(g)), parse.StatusOK)
+		wantStatus(t, h.do(w, "r", "k", tok(g)), vocab.StatusOK)
 	}
 }
 
@@ -236,12 +237,12 @@ func TestTryLockAndNotReentrant(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()
 	wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
-	wantStatus(t, h.do(a, "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(a, "l", "k", "0"), vocab.StatusTimeout)
 	wantBlocked(t, h.do(a, "l", "k", "1"))
 	h.advance(999 * time.Millisecond)
 	h.wantNothing(a)
 	h.advance(time.Millisecond)
-	h.wantDelivered(a, parse.StatusTimeout)
+	h.wantDelivered(a, vocab.StatusTimeout)
 }
 
 func TestLeaseExpiryHandsOver(t *testing.T) {
@@ -252,10 +253,10 @@ func TestLeaseExpiryHandsOver(t *testing.T) {
 	h.advance(999 * time.Millisecond)
 	h.wantNothing(b)
 	h.advance(time.Millisecond)
-	g := h.wantDelivered(b, parse.StatusOK)
-	wantStatus(t, h.do(a, "n", "k", ta), parse.StatusError)
-	wantStatus(t, h.do(a, "r", "k", ta), parse.StatusError)
-	wantStatus(t, h.do(b, "r", "k", tok(g)), parse.StatusOK)
+	g := h.wantDelivered(b, vocab.StatusOK)
+	wantStatus(t, h.do(a, "n", "k", ta), vocab.StatusError)
+	wantStatus(t, h.do(a, "r", "k", ta), vocab.StatusError)
+	wantStatus(t, h.do(b, "r", "k", tok(g)), vocab.StatusOK)
 }
 
 func TestExpiredLeaseEvictedWithoutDriver(t *testing.T) {
@@ -266,13 +267,13 @@ func TestExpiredLeaseEvictedWithoutDriver(t *testing.T) {
 	ta := wantGrant(t, h.do(a, "l", "k", "0 1"), 1)
 	tb := wantGrant(t, h.do(a, "l", "k2", "0 1"), 1)
 	h.clock.Add(1300)
-	wantStatus(t, h.do(a, "n", "k", ta), parse.StatusError)
+	wantStatus(t, h.do(a, "n", "k", ta), vocab.StatusError)
 	wantGrant(t, h.do(b, "l", "k", "0 5"), 5)
 	r := h.do(b, "e", "k2", "5")
-	if r.Status != parse.StatusAcquired {
+	if r.Status != vocab.StatusAcquired {
 		t.Fatalf("e on expired key: %+v", r)
 	}
-	wantStatus(t, h.do(a, "r", "k2", tb), parse.StatusError)
+	wantStatus(t, h.do(a, "r", "k2", tb), vocab.StatusError)
 }
 
 func TestRenew(t *testing.T) {
@@ -285,20 +286,20 @@ func TestRenew(t *testing.T) {
 		t.Fatalf("renew: %+v", r)
 	}
 	h.advance(2 * time.Second) // 4 s after grant, 2 s after renew
-	wantStatus(t, h.do(h.session(), "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(h.session(), "l", "k", "0"), vocab.StatusTimeout)
 	if r := h.do(a, "n", "k", tk); r.Lease != 7 {
 		t.Fatalf("renew without ttl uses the server default: %+v", r)
 	}
-	wantStatus(t, h.do(a, "n", "k", "0123456789abcdef0123456789abcdef"), parse.StatusError)
-	wantStatus(t, h.do(a, "n", "other", tk), parse.StatusError)
+	wantStatus(t, h.do(a, "n", "k", "0123456789abcdef0123456789abcdef"), vocab.StatusError)
+	wantStatus(t, h.do(a, "n", "other", tk), vocab.StatusError)
 }
 
 func TestReleaseByAnotherSession(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b := h.session(), h.session()
 	tk := wantGrant(t, h.do(a, "l", "k", "0 10"), 10)
-	wantStatus(t, h.do(b, "r", "k", tk), parse.StatusOK)
-	wantStatus(t, h.do(a, "n", "k", tk), parse.StatusError)
+	wantStatus(t, h.do(b, "r", "k", tk), vocab.StatusOK)
+	wantStatus(t, h.do(a, "n", "k", tk), vocab.StatusError)
 }
 
 func TestSemaphore(t *testing.T) {
@@ -306,15 +307,15 @@ func TestSemaphore(t *testing.T) {
 	a, b, c := h.session(), h.session(), h.session()
 	ta := wantGrant(t, h.do(a, "sl", "s", "0 2 10"), 10)
 	wantGrant(t, h.do(b, "sl", "s", "0 2 10"), 10)
-	wantStatus(t, h.do(c, "sl", "s", "0 2 10"), parse.StatusTimeout)
-	wantStatus(t, h.do(c, "sl", "s", "0 3 10"), parse.StatusErrorLimitMismatch)
-	wantStatus(t, h.do(c, "se", "s", "4"), parse.StatusErrorLimitMismatch)
+	wantStatus(t, h.do(c, "sl", "s", "0 2 10"), vocab.StatusTimeout)
+	wantStatus(t, h.do(c, "sl", "s", "0 3 10"), vocab.StatusErrorLimitMismatch)
+	wantStatus(t, h.do(c, "se", "s", "4"), vocab.StatusErrorLimitMismatch)
 	wantBlocked(t, h.do(c, "sl", "s", "10 2 10"))
 	// Namespaces are separate in v2: a semaphore token is no lock token.
-	wantStatus(t, h.do(a, "r", "s", ta), parse.StatusError)
+	wantStatus(t, h.do(a, "r", "s", ta), vocab.StatusError)
 	wantGrant(t, h.do(a, "l", "s", "0 10"), 10)
-	wantStatus(t, h.do(a, "sr", "s", ta), parse.StatusOK)
-	h.wantDelivered(c, parse.StatusOK)
+	wantStatus(t, h.do(a, "sr", "s", ta), vocab.StatusOK)
+	h.wantDelivered(c, vocab.StatusOK)
 }
 
 func TestTwoPhase(t *testing.T) {
@@ -322,62 +323,62 @@ func TestTwoPhase(t *testing.T) {
 	a, b := h.session(), h.session()
 
 	r := h.do(a, "e", "k", "10")
-	if r.Status != parse.StatusAcquired || r.Kind != KindGrant || r.Lease != 10 {
+	if r.Status != vocab.StatusAcquired || r.Kind != KindGrant || r.Lease != 10 {
 		t.Fatalf("fast path: %+v", r)
 	}
 	ta := tok(r)
-	wantStatus(t, h.do(a, "e", "k", ""), parse.StatusErrorAlreadyEnqueued)
-	wantStatus(t, h.do(b, "w", "k", "1"), parse.StatusErrorNotEnqueued)
-	wantStatus(t, h.do(b, "e", "k", "10"), parse.StatusQueued)
+	wantStatus(t, h.do(a, "e", "k", ""), vocab.StatusErrorAlreadyEnqueued)
+	wantStatus(t, h.do(b, "w", "k", "1"), vocab.StatusErrorNotEnqueued)
+	wantStatus(t, h.do(b, "e", "k", "10"), vocab.StatusQueued)
 	if g := h.do(a, "w", "k", "5"); tok(g) != ta || g.Lease != 10 {
 		t.Fatalf("w after fast path: %+v", g)
 	}
-	wantStatus(t, h.do(a, "w", "k", "5"), parse.StatusErrorNotEnqueued) // consumed
+	wantStatus(t, h.do(a, "w", "k", "5"), vocab.StatusErrorNotEnqueued) // consumed
 
 	// Queued, then granted before w: w answers at once.
-	wantStatus(t, h.do(a, "r", "k", ta), parse.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", ta), vocab.StatusOK)
 	h.wantNothing(b) // not parked: nothing delivered
 	g := h.do(b, "w", "k", "5")
-	if g.Status != parse.StatusOK || g.Kind != KindGrant {
+	if g.Status != vocab.StatusOK || g.Kind != KindGrant {
 		t.Fatalf("w after queued grant: %+v", g)
 	}
 
 	// Queued and still waiting: w parks until release.
-	wantStatus(t, h.do(a, "e", "k", "10"), parse.StatusQueued)
+	wantStatus(t, h.do(a, "e", "k", "10"), vocab.StatusQueued)
 	wantBlocked(t, h.do(a, "w", "k", "5"))
-	wantStatus(t, h.do(b, "r", "k", tok(g)), parse.StatusOK)
-	h.wantDelivered(a, parse.StatusOK)
+	wantStatus(t, h.do(b, "r", "k", tok(g)), vocab.StatusOK)
+	h.wantDelivered(a, vocab.StatusOK)
 }
 
 func TestTwoPhaseWaitTimeoutConsumesState(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b := h.session(), h.session()
 	tk := wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
-	wantStatus(t, h.do(b, "e", "k", ""), parse.StatusQueued)
+	wantStatus(t, h.do(b, "e", "k", ""), vocab.StatusQueued)
 	wantBlocked(t, h.do(b, "w", "k", "1"))
 	h.advance(time.Second)
-	h.wantDelivered(b, parse.StatusTimeout)
-	wantStatus(t, h.do(b, "w", "k", "1"), parse.StatusErrorNotEnqueued)
+	h.wantDelivered(b, vocab.StatusTimeout)
+	wantStatus(t, h.do(b, "w", "k", "1"), vocab.StatusErrorNotEnqueued)
 	// The timed-out waiter left the queue: release leaves the key free.
-	wantStatus(t, h.do(a, "r", "k", tk), parse.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", tk), vocab.StatusOK)
 	wantGrant(t, h.do(h.session(), "l", "k", "0 5"), 5)
-	wantStatus(t, h.do(b, "w", "k", "0"), parse.StatusErrorNotEnqueued)
+	wantStatus(t, h.do(b, "w", "k", "0"), vocab.StatusErrorNotEnqueued)
 }
 
 func TestTwoPhaseLapsedGrant(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()
-	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+	if r := h.do(a, "e", "k", "1"); r.Status != vocab.StatusAcquired {
 		t.Fatalf("%+v", r)
 	}
 	h.advance(1500 * time.Millisecond) // the driver evicts the holder
-	wantStatus(t, h.do(a, "w", "k", "5"), parse.StatusErrorLeaseExpired)
+	wantStatus(t, h.do(a, "w", "k", "5"), vocab.StatusErrorLeaseExpired)
 	// Second e after a lapse: fresh acquire (spec §I.2 O2).
-	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+	if r := h.do(a, "e", "k", "1"); r.Status != vocab.StatusAcquired {
 		t.Fatalf("%+v", r)
 	}
 	h.advance(1500 * time.Millisecond)
-	if r := h.do(a, "e", "k", "1"); r.Status != parse.StatusAcquired {
+	if r := h.do(a, "e", "k", "1"); r.Status != vocab.StatusAcquired {
 		t.Fatalf("e after lapse: %+v", r)
 	}
 }
@@ -388,18 +389,18 @@ func TestTwoPhaseLapsedGrant(t *testing.T) {
 func TestLapsedGrantsForgottenWithTheirKeys(t *testing.T) {
 	h := newHarness(t, Config{GCMaxIdle: 2 * time.Second, Shards: 1})
 	a := h.session()
-	if r := h.do(a, "e", "first", "1"); r.Status != parse.StatusAcquired {
+	if r := h.do(a, "e", "first", "1"); r.Status != vocab.StatusAcquired {
 		t.Fatalf("%+v", r)
 	}
 	h.advance(1500 * time.Millisecond)
 	// Lapsed and not yet pruned: w still reports the lost grant.
 	h.gc()
-	wantStatus(t, h.do(a, "w", "first", "0"), parse.StatusErrorLeaseExpired)
+	wantStatus(t, h.do(a, "w", "first", "0"), vocab.StatusErrorLeaseExpired)
 	sess := h.eng.sessions.get(a)
 	sh := &h.eng.shards[0]
 	for round := range 50 {
 		for i := range 100 {
-			if r := h.do(a, "e", fmt.Sprintf("k%d.%d", round, i), "1"); r.Status != parse.StatusAcquired {
+			if r := h.do(a, "e", fmt.Sprintf("k%d.%d", round, i), "1"); r.Status != vocab.StatusAcquired {
 				t.Fatalf("%+v", r)
 			}
 		}
@@ -422,7 +423,7 @@ func TestLapsedGrantsForgottenWithTheirKeys(t *testing.T) {
 	}
 	// A pruned lapsed grant is no longer enqueued, as in dflockd once it
 	// has evicted the key's state.
-	wantStatus(t, h.do(a, "w", "k49.0", "0"), parse.StatusErrorNotEnqueued)
+	wantStatus(t, h.do(a, "w", "k49.0", "0"), vocab.StatusErrorNotEnqueued)
 	if n := h.eng.Keys(); n != 0 {
 		t.Fatalf("%d keys after GC", n)
 	}
@@ -432,9 +433,9 @@ func TestEnqueueThenReleaseClearsState(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.session()
 	r := h.do(a, "e", "k", "10")
-	wantStatus(t, h.do(a, "r", "k", tok(r)), parse.StatusOK)
-	wantStatus(t, h.do(a, "w", "k", "1"), parse.StatusErrorNotEnqueued)
-	if r := h.do(a, "e", "k", "10"); r.Status != parse.StatusAcquired {
+	wantStatus(t, h.do(a, "r", "k", tok(r)), vocab.StatusOK)
+	wantStatus(t, h.do(a, "w", "k", "1"), vocab.StatusErrorNotEnqueued)
+	if r := h.do(a, "e", "k", "10"); r.Status != vocab.StatusAcquired {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -446,14 +447,14 @@ func TestDisconnectCleanup(t *testing.T) {
 	wantGrant(t, h.do(a, "l", "k2", "0 30"), 30)
 	wantGrant(t, h.do(a, "sl", "s", "0 2 30"), 30)
 	wantBlocked(t, h.do(b, "l", "k", "10"))
-	wantStatus(t, h.do(c, "e", "k", ""), parse.StatusQueued)
+	wantStatus(t, h.do(c, "e", "k", ""), vocab.StatusQueued)
 	wantBlocked(t, h.do(d, "l", "k", "10"))
 	h.close(b) // waiter leaves
 	h.close(c) // enqueued leaves
 	h.close(a) // holder: the next live waiter gets it
 	h.wantNothing(b)
 	h.wantNothing(c)
-	h.wantDelivered(d, parse.StatusOK)
+	h.wantDelivered(d, vocab.StatusOK)
 	e := h.session()
 	wantGrant(t, h.do(e, "l", "k2", "0 5"), 5)
 	wantGrant(t, h.do(e, "sl", "s", "0 2 5"), 5)
@@ -468,9 +469,9 @@ func TestKeepOnDisconnect(t *testing.T) {
 	wantBlocked(t, h.do(a, "l", "k2", "10"))
 	h.close(a)
 	// The held lock survives the disconnect until its lease ends ...
-	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(c, "l", "k", "0"), vocab.StatusTimeout)
 	// ... but the waiter does not (spec §I.7).
-	wantStatus(t, h.do(b, "r", "k2", tb), parse.StatusOK)
+	wantStatus(t, h.do(b, "r", "k2", tb), vocab.StatusOK)
 	h.wantNothing(a)
 	wantGrant(t, h.do(c, "l", "k2", "0 5"), 5)
 	h.advance(2 * time.Second)
@@ -487,7 +488,7 @@ func TestCloseKeep(t *testing.T) {
 	wantGrant(t, h.do(b, "l", "plain", "0 30"), 30)
 	h.run(Command{Kind: KindClose, Session: a, Keep: true})
 	h.close(b)
-	wantStatus(t, h.do(c, "l", "k", "0"), parse.StatusTimeout)
+	wantStatus(t, h.do(c, "l", "k", "0"), vocab.StatusTimeout)
 	wantGrant(t, h.do(c, "l", "plain", "0 5"), 5)
 	h.advance(2 * time.Second)
 	wantGrant(t, h.do(c, "l", "k", "0 5"), 5)
@@ -498,13 +499,13 @@ func TestMaxLocksAndWaiters(t *testing.T) {
 	a := h.session()
 	ta := wantGrant(t, h.do(a, "l", "a", "0"), 33)
 	wantGrant(t, h.do(a, "sl", "b", "0 2"), 33)
-	wantStatus(t, h.do(a, "l", "c", "0"), parse.StatusErrorMaxLocks)
-	wantStatus(t, h.do(a, "e", "c", ""), parse.StatusErrorMaxLocks)
+	wantStatus(t, h.do(a, "l", "c", "0"), vocab.StatusErrorMaxLocks)
+	wantStatus(t, h.do(a, "e", "c", ""), vocab.StatusErrorMaxLocks)
 	// Existing keys still work at the cap.
 	wantBlocked(t, h.do(h.session(), "l", "a", "10"))
-	wantStatus(t, h.do(h.session(), "l", "a", "10"), parse.StatusErrorMaxWaiters)
-	wantStatus(t, h.do(h.session(), "l", "a", "0"), parse.StatusErrorMaxWaiters)
-	wantStatus(t, h.do(a, "r", "a", ta), parse.StatusOK)
+	wantStatus(t, h.do(h.session(), "l", "a", "10"), vocab.StatusErrorMaxWaiters)
+	wantStatus(t, h.do(h.session(), "l", "a", "0"), vocab.StatusErrorMaxWaiters)
+	wantStatus(t, h.do(a, "r", "a", ta), vocab.StatusOK)
 }
 
 func TestIdleGC(t *testing.T) {
@@ -516,7 +517,7 @@ func TestIdleGC(t *testing.T) {
 	if h.eng.Keys() != 1 {
 		t.Fatalf("a held key was collected")
 	}
-	wantStatus(t, h.do(a, "sr", "s", tk), parse.StatusOK)
+	wantStatus(t, h.do(a, "sr", "s", tk), vocab.StatusOK)
 	h.advance(999 * time.Millisecond)
 	h.gc()
 	if h.eng.Keys() != 1 {
@@ -537,7 +538,7 @@ func TestDrainCancelsParked(t *testing.T) {
 	wantGrant(t, h.do(a, "l", "k", "0"), 33)
 	wantBlocked(t, h.do(b, "l", "k", "10"))
 	h.drain()
-	h.wantDelivered(b, parse.StatusError)
+	h.wantDelivered(b, vocab.StatusError)
 	h.advance(20 * time.Second)
 	h.wantNothing(b)
 }
@@ -550,9 +551,9 @@ func (brokenCeiling) Reserve(uint64) error { return fmt.Errorf("fence: persist f
 func TestFenceFailureAnswersError(t *testing.T) {
 	h := newHarness(t, Config{Ceiling: brokenCeiling{}})
 	a := h.session()
-	wantStatus(t, h.do(a, "l", "k", "0"), parse.StatusError)
-	wantStatus(t, h.do(a, "e", "k", ""), parse.StatusError)
-	wantStatus(t, h.do(a, "sl", "s", "5 2"), parse.StatusError)
+	wantStatus(t, h.do(a, "l", "k", "0"), vocab.StatusError)
+	wantStatus(t, h.do(a, "e", "k", ""), vocab.StatusError)
+	wantStatus(t, h.do(a, "sl", "s", "5 2"), vocab.StatusError)
 	if h.eng.Keys() != 2 {
 		t.Fatalf("keys %d", h.eng.Keys())
 	}
@@ -569,13 +570,13 @@ func TestCloseCancelsWaitersBeforeReleasing(t *testing.T) {
 	wantBlocked(t, h.do(b, "l", "k", "10"))
 	h.close(a)
 	h.wantNothing(a)
-	h.wantDelivered(b, parse.StatusOK)
+	h.wantDelivered(b, vocab.StatusOK)
 }
 
 // rfProfile is the rf profile if rf, else v2.
-func rfProfile(rf bool) parse.Profile {
+func rfProfile(rf bool) vocab.Profile {
 	if rf {
-		return parse.ProfileRF
+		return vocab.ProfileRF
 	}
-	return parse.ProfileV2
+	return vocab.ProfileV2
 }

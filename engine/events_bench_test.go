@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // BenchmarkObservatory compares the uncontended acquire/release with the
@@ -15,7 +15,7 @@ func BenchmarkObservatory(b *testing.B) {
 		events int
 	}{{"off", 0}, {"on", 16384}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := newBenchLocker(New(Config{TokenKey: testKey, FenceFloor: 1 << 60, Events: c.events}), parse.OpLock, "bench-key", 0)
+			l := newBenchLocker(New(Config{TokenKey: testKey, FenceFloor: 1 << 60, Events: c.events}), vocab.OpLock, "bench-key", 0)
 			l.cycle(b) // create the key
 			b.ReportAllocs()
 			for b.Loop() {

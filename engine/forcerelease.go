@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"github.com/dflockd-ng/dflockd/parse"
-)
+import "github.com/dflockd-ng/dflockd/vocab"
 
 // forceRelease serves KindForceRelease: an operator takes a key from its
 // holder (a stuck worker, one side of a deadlock) and the queue moves
@@ -12,7 +10,7 @@ import (
 // would, so they count as expired rather than released.
 func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
 	ns := nsLock
-	if c.Req.Op == parse.OpSemRelease && !e.cfg.Profile.SharedLockSpace() {
+	if c.Req.Op == vocab.OpSemRelease && !e.cfg.Profile.SharedLockSpace() {
 		ns = nsSem
 	}
 	sh := e.shardFor(c.Req.Key)
@@ -20,7 +18,7 @@ func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
 	defer sh.unlock()
 	r := sh.lookupLocked(ns, c.Req.Key)
 	if r == nil {
-		return Result{Status: parse.StatusOK, Kind: KindInt}
+		return Result{Status: vocab.StatusOK, Kind: KindInt}
 	}
 	sh.evictExpiredLocked(r, c.At)
 	n := int64(0)
@@ -38,5 +36,5 @@ func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
 	if n > 0 {
 		sh.handOffLocked(r, c.At)
 	}
-	return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
+	return Result{Status: vocab.StatusOK, Kind: KindInt, Int: n}
 }

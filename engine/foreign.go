@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // This file holds the lock operations of foreign protocols (godistlock,
@@ -66,13 +66,13 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		return res
 	}
 	if !c.Wait {
-		return status(parse.StatusTimeout)
+		return status(vocab.StatusTimeout)
 	}
 	if e.draining.Load() {
-		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
 	}
 	if r.queue.n >= e.cfg.MaxWaiters {
-		return status(parse.StatusErrorMaxWaiters)
+		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
 	sl.blocked = true
@@ -110,13 +110,13 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 	defer sh.unlock()
 	r := sh.lookupLocked(nsLock, key)
 	if r == nil {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
 		tag := sl.tag
 		sh.noteLocked(EventRelease, sl, now)
 		sh.releaseHolderLocked(sl, now)
-		return Result{Status: parse.StatusOK, Tag: tag}
+		return Result{Status: vocab.StatusOK, Tag: tag}
 	}
 	for sl := r.queue.head; sl != nil; sl = sl.next {
 		if sl.sess == s && sl.blocked && sl.tag != 0 {
@@ -125,10 +125,10 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 			r.queue.remove(sl)
 			sh.freeSlotLocked(sl)
 			sh.touchLocked(r, now)
-			return Result{Status: parse.StatusNil, Tag: tag}
+			return Result{Status: vocab.StatusNil, Tag: tag}
 		}
 	}
-	return status(parse.StatusError)
+	return status(vocab.StatusError)
 }
 
 // renewFence (KindFenceRenew) restarts, at At+LeaseMs (0 = the default
@@ -142,17 +142,17 @@ func (e *Engine) renewFence(s *session, c *Command, fx *Effects) Result {
 	defer sh.unlock()
 	r := sh.lookupLocked(nsLock, key)
 	if r == nil {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sl := sh.ownHolderLocked(r, s, now)
 	if sl == nil || sl.fence != c.Fence {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
 	sh.touchLocked(r, now)
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // holderFence (KindHolder) reports the fence of the live holder of the lock
@@ -165,13 +165,13 @@ func (e *Engine) holderFence(c *Command, fx *Effects) Result {
 	defer sh.unlock()
 	r := sh.lookupLocked(nsLock, c.Req.Key)
 	if r == nil {
-		return status(parse.StatusNil)
+		return status(vocab.StatusNil)
 	}
 	sh.evictExpiredLocked(r, c.At)
 	if h := r.holders.head; h != nil {
-		return Result{Status: parse.StatusOK, Token: e.token(h.fence)}
+		return Result{Status: vocab.StatusOK, Token: e.token(h.fence)}
 	}
-	return status(parse.StatusNil)
+	return status(vocab.StatusNil)
 }
 
 // LockCounts reports how many lock keys are held and how many acquires wait

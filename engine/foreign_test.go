@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // One session parks several tagged acquires; each delivery carries its tag,
@@ -13,10 +13,10 @@ func TestTaggedAcquiresShareTheFIFO(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b, c := h.session(), h.session(), h.session()
 	first := h.acquireTagged(a, []byte("k"), 5000, false, 0)
-	if first.Status != parse.StatusOK || first.Kind != KindGrant {
+	if first.Status != vocab.StatusOK || first.Kind != KindGrant {
 		t.Fatalf("free lock: %+v", first)
 	}
-	if r := h.acquireTagged(b, []byte("k"), 0, false, 0); r.Status != parse.StatusTimeout {
+	if r := h.acquireTagged(b, []byte("k"), 0, false, 0); r.Status != vocab.StatusTimeout {
 		t.Fatalf("try on a held lock: %+v", r)
 	}
 	if r := h.acquireTagged(b, []byte("k"), 0, true, 7); !r.Blocked {
@@ -34,7 +34,7 @@ func TestTaggedAcquiresShareTheFIFO(t *testing.T) {
 	if released, tag := h.releaseOwn(a, []byte("k")); !released || tag != 0 {
 		t.Fatalf("ReleaseOwn(holder) = %v, %d", released, tag)
 	}
-	g := h.wantDelivered(b, parse.StatusOK)
+	g := h.wantDelivered(b, vocab.StatusOK)
 	if g.Tag != 7 || g.Token.Fence <= first.Token.Fence || g.Lease != DefaultLease.Milliseconds()/1000 {
 		t.Fatalf("first tagged grant %+v", g)
 	}
@@ -51,7 +51,7 @@ func TestTaggedAcquiresShareTheFIFO(t *testing.T) {
 	h.advance(999 * time.Millisecond)
 	h.wantNothing(c)
 	h.advance(time.Millisecond) // the renewed 1 s lease ends: c is next
-	h.wantDelivered(c, parse.StatusOK)
+	h.wantDelivered(c, vocab.StatusOK)
 	if released, _ := h.releaseOwn(b, []byte("k")); released {
 		t.Fatal("ReleaseOwn released a lock b no longer holds")
 	}
@@ -67,7 +67,7 @@ func TestReleaseOwnWithdrawsAndDrainKeepsTags(t *testing.T) {
 		t.Fatalf("ReleaseOwn(waiter) = %v, %d; want false, 3", released, tag)
 	}
 	h.drain()
-	if r := h.wantDelivered(b, parse.StatusError); r.Tag != 4 {
+	if r := h.wantDelivered(b, vocab.StatusError); r.Tag != 4 {
 		t.Fatalf("drained delivery %+v, want tag 4", r)
 	}
 	if released, tag := h.releaseOwn(b, []byte("nokey")); released || tag != 0 {

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/dflockd-ng/dflockd/deadlock"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func (h *harness) inspect(key string) []KeyState { return h.eng.InspectKey(h.clock.Now(), key) }
@@ -61,7 +61,7 @@ func TestInspectKeyHoldersAndQueue(t *testing.T) {
 	tk := wantGrant(t, h.do(a, "l", "k", "0 30"), 30)
 	h.advance(time.Second)
 	wantBlocked(t, h.do(b, "l", "k", "10 30"))
-	wantStatus(t, h.do(c, "e", "k", "30"), parse.StatusQueued)
+	wantStatus(t, h.do(c, "e", "k", "30"), vocab.StatusQueued)
 	h.advance(2 * time.Second)
 	h.do(a, "n", "k", tk+" 30")
 	h.advance(500 * time.Millisecond)
@@ -83,7 +83,7 @@ func TestInspectKeyHoldersAndQueue(t *testing.T) {
 	}
 	// The hand-off keeps the wait: b queued 2.5 s before its grant.
 	h.do(a, "r", "k", tk)
-	h.wantDelivered(b, parse.StatusOK)
+	h.wantDelivered(b, vocab.StatusOK)
 	hs = h.inspect("k")[0].Holders[0]
 	if hs.Session != b || hs.WaitedMs != 2500 || hs.HeldMs != 0 {
 		t.Fatalf("after the hand-off %+v", hs)
@@ -115,13 +115,13 @@ func TestEventsTimeline(t *testing.T) {
 	wantBlocked(t, h.do(b, "l", "k", "1 5"))
 	h.do(a, "n", "k", tk+" 5")
 	h.advance(time.Second) // b times out
-	h.wantDelivered(b, parse.StatusTimeout)
+	h.wantDelivered(b, vocab.StatusTimeout)
 	h.advance(5 * time.Second) // a's lease ends
 	wantGrant(t, h.do(c, "l", "k", "0 5"), 5)
 	wantBlocked(t, h.do(b, "l", "k", "10 5"))
 	h.close(c) // c's hold goes to b
-	h.wantDelivered(b, parse.StatusOK)
-	n := h.run(Command{Kind: KindForceRelease, Req: parse.Request{Op: parse.OpRelease, Key: []byte("k"), Value: []byte("ops@10.0.0.1")}})
+	h.wantDelivered(b, vocab.StatusOK)
+	n := h.run(Command{Kind: KindForceRelease, Req: vocab.Request{Op: vocab.OpRelease, Key: []byte("k"), Value: []byte("ops@10.0.0.1")}})
 	if n.Int != 1 {
 		t.Fatalf("force release: %+v", n)
 	}
@@ -170,23 +170,23 @@ func TestEventsSinceReportsLoss(t *testing.T) {
 // A forced release hands the key on; the old holder's token then holds
 // nothing, so its renew and release answer error.
 func TestForceRelease(t *testing.T) {
-	for _, profile := range []parse.Profile{parse.ProfileV2, parse.ProfileRF} {
+	for _, profile := range []vocab.Profile{vocab.ProfileV2, vocab.ProfileRF} {
 		h := newHarness(t, Config{Profile: profile})
 		a, b := h.session(), h.session()
 		r := h.do(a, "l", "k", "0 30")
 		tk := tok(r)
 		wantBlocked(t, h.do(b, "l", "k", "10 30"))
-		if n := h.run(Command{Kind: KindForceRelease, Req: parse.Request{Op: parse.OpRelease, Key: []byte("k")}}).Int; n != 1 {
+		if n := h.run(Command{Kind: KindForceRelease, Req: vocab.Request{Op: vocab.OpRelease, Key: []byte("k")}}).Int; n != 1 {
 			t.Fatalf("%v: released %d", profile, n)
 		}
-		h.wantDelivered(b, parse.StatusOK)
-		wantStatus(t, h.do(a, "n", "k", tk+" 30"), parse.StatusError)
-		wantStatus(t, h.do(a, "r", "k", tk), parse.StatusError)
+		h.wantDelivered(b, vocab.StatusOK)
+		wantStatus(t, h.do(a, "n", "k", tk+" 30"), vocab.StatusError)
+		wantStatus(t, h.do(a, "r", "k", tk), vocab.StatusError)
 		// A fence that holds nothing releases nothing; a missing key neither.
-		if n := h.run(Command{Kind: KindForceRelease, Fence: 1, Req: parse.Request{Op: parse.OpRelease, Key: []byte("k")}}).Int; n != 0 {
+		if n := h.run(Command{Kind: KindForceRelease, Fence: 1, Req: vocab.Request{Op: vocab.OpRelease, Key: []byte("k")}}).Int; n != 0 {
 			t.Fatalf("wrong fence released %d", n)
 		}
-		if n := h.run(Command{Kind: KindForceRelease, Req: parse.Request{Op: parse.OpSemRelease, Key: []byte("none")}}).Int; n != 0 {
+		if n := h.run(Command{Kind: KindForceRelease, Req: vocab.Request{Op: vocab.OpSemRelease, Key: []byte("none")}}).Int; n != 0 {
 			t.Fatalf("missing key released %d", n)
 		}
 	}

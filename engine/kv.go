@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // kvEntry is a value of the KV key space (spec §B.6). Its value string is
@@ -28,7 +28,7 @@ func (kv *kvEntry) expired(now timerwheel.Instant) bool {
 }
 
 // kvOp serves kset, kget, kdel and kcas.
-func (e *Engine) kvOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) kvOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
@@ -38,32 +38,32 @@ func (e *Engine) kvOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Res
 		kv = nil
 	}
 	switch r.Op {
-	case parse.OpKGet:
+	case vocab.OpKGet:
 		if kv == nil {
-			return status(parse.StatusNil)
+			return status(vocab.StatusNil)
 		}
 		kv.lastActive = now.Tick()
-		return Result{Status: parse.StatusOK, Kind: KindValue, Value: kv.value}
-	case parse.OpKDel:
+		return Result{Status: vocab.StatusOK, Kind: KindValue, Value: kv.value}
+	case vocab.OpKDel:
 		if kv != nil {
 			sh.deleteKVLocked(kv)
 		}
 		if sh.watching() {
 			sh.watchEventLocked("kdel", string(r.Key)) // even when absent (§B.10)
 		}
-		return status(parse.StatusOK)
-	case parse.OpKCAS:
+		return status(vocab.StatusOK)
+	case vocab.OpKCAS:
 		switch {
 		case len(r.Old) == 0 && kv != nil:
-			return status(parse.StatusCASConflict)
+			return status(vocab.StatusCASConflict)
 		case len(r.Old) != 0 && (kv == nil || kv.value != string(r.Old)):
-			return status(parse.StatusCASConflict)
+			return status(vocab.StatusCASConflict)
 		}
 	}
 	// kset, or a kcas whose expectation held.
 	if kv == nil {
 		if !e.admitKey() {
-			return status(parse.StatusErrorMaxKeys)
+			return status(vocab.StatusErrorMaxKeys)
 		}
 		kv = &kvEntry{key: string(r.Key)}
 		kv.timer.Kind = timerKV
@@ -79,7 +79,7 @@ func (e *Engine) kvOp(r *parse.Request, now timerwheel.Instant, fx *Effects) Res
 		sh.wheel.Cancel(&kv.timer)
 	}
 	sh.watchEventLocked(r.Op.String(), kv.key) // kset, or a kcas that succeeded
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 func (sh *shard) deleteKVLocked(kv *kvEntry) {

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // list is a deque of values under a key of the list key space (spec
@@ -74,26 +74,26 @@ type popList = waitList[popWaiter, *popWaiter]
 func (w *popWaiter) links() *waitLinks[popWaiter] { return &w.ln }
 
 // listOp serves the list commands.
-func (e *Engine) listOp(id SessionID, r *parse.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) listOp(id SessionID, r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
 	l := sh.lists[string(r.Key)]
 	switch r.Op {
-	case parse.OpLPush, parse.OpRPush:
+	case vocab.OpLPush, vocab.OpRPush:
 		return sh.pushLocked(l, r, now)
-	case parse.OpLLen:
+	case vocab.OpLLen:
 		if l == nil {
-			return Result{Status: parse.StatusOK, Kind: KindInt}
+			return Result{Status: vocab.StatusOK, Kind: KindInt}
 		}
-		return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
-	case parse.OpLRange:
+		return Result{Status: vocab.StatusOK, Kind: KindInt, Int: int64(l.len())}
+	case vocab.OpLRange:
 		return lrange(l, r.N, r.M)
 	}
 	// lpop, rpop, blpop, brpop
 	if l != nil && l.len() > 0 {
 		var v string
-		if r.Op == parse.OpLPop || r.Op == parse.OpBLPop {
+		if r.Op == vocab.OpLPop || r.Op == vocab.OpBLPop {
 			v = l.popFront()
 		} else {
 			v = l.popBack()
@@ -101,18 +101,18 @@ func (e *Engine) listOp(id SessionID, r *parse.Request, now timerwheel.Instant, 
 		l.lastActive = now.Tick()
 		sh.dropEmptyListLocked(l)
 		sh.watchEventLocked(r.Op.String(), l.key)
-		return Result{Status: parse.StatusOK, Kind: KindValue, Value: v}
+		return Result{Status: vocab.StatusOK, Kind: KindValue, Value: v}
 	}
-	if r.Op == parse.OpLPop || r.Op == parse.OpRPop || r.Timeout == 0 {
-		return status(parse.StatusNil)
+	if r.Op == vocab.OpLPop || r.Op == vocab.OpRPop || r.Timeout == 0 {
+		return status(vocab.StatusNil)
 	}
 	if e.draining.Load() {
-		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
 	}
 	if l == nil {
 		// The list entry that holds the waiter counts as a key (§B.7).
 		if !e.admitKey() {
-			return status(parse.StatusErrorMaxKeys)
+			return status(vocab.StatusErrorMaxKeys)
 		}
 		l = &list{key: string(r.Key)}
 		sh.lists[l.key] = l
@@ -129,12 +129,12 @@ func (e *Engine) listOp(id SessionID, r *parse.Request, now timerwheel.Instant, 
 
 // pushLocked hands the value to the oldest parked popper, whichever end
 // either side names, or stores it (spec §B.7).
-func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) Result {
+func (sh *shard) pushLocked(l *list, r *vocab.Request, now timerwheel.Instant) Result {
 	e := sh.eng
 	if l != nil && l.waiters.n > 0 {
 		w := l.waiters.head
 		sh.endPopLocked(w)
-		sh.deliverLocked(w.sess, Result{Status: parse.StatusOK, Kind: KindValue, Value: string(r.Value)})
+		sh.deliverLocked(w.sess, Result{Status: vocab.StatusOK, Kind: KindValue, Value: string(r.Value)})
 		sh.watchEventLocked(r.Op.String(), l.key)
 		sh.watchEventLocked(w.op, l.key) // the popper's blpop/brpop succeeded too
 		l.lastActive = now.Tick()
@@ -143,25 +143,25 @@ func (sh *shard) pushLocked(l *list, r *parse.Request, now timerwheel.Instant) R
 		if e.rf() {
 			n = 0 // the redis-feats line answers "ok 0" to a hand-off (§I.27)
 		}
-		return Result{Status: parse.StatusOK, Kind: KindInt, Int: n}
+		return Result{Status: vocab.StatusOK, Kind: KindInt, Int: n}
 	}
 	if l == nil {
 		if !e.admitKey() {
-			return status(parse.StatusErrorMaxKeys)
+			return status(vocab.StatusErrorMaxKeys)
 		}
 		l = &list{key: string(r.Key)}
 		sh.lists[l.key] = l
 	} else if e.cfg.MaxListLength > 0 && l.len() >= e.cfg.MaxListLength {
-		return status(parse.StatusErrorListFull)
+		return status(vocab.StatusErrorListFull)
 	}
-	if r.Op == parse.OpLPush {
+	if r.Op == vocab.OpLPush {
 		l.pushFront(string(r.Value))
 	} else {
 		l.pushBack(string(r.Value))
 	}
 	l.lastActive = now.Tick()
 	sh.watchEventLocked(r.Op.String(), l.key)
-	return Result{Status: parse.StatusOK, Kind: KindInt, Int: int64(l.len())}
+	return Result{Status: vocab.StatusOK, Kind: KindInt, Int: int64(l.len())}
 }
 
 // endPopLocked takes a waiter off its list and the timer wheel.
@@ -184,14 +184,14 @@ func (sh *shard) dropEmptyListLocked(l *list) {
 func (sh *shard) popTimedOutLocked(w *popWaiter) {
 	sh.endPopLocked(w)
 	sh.dropEmptyListLocked(w.l)
-	sh.deliverLocked(w.sess, status(parse.StatusNil))
+	sh.deliverLocked(w.sess, status(vocab.StatusNil))
 }
 
 // lrange returns items start..stop inclusive; negative indexes count from
 // the end (spec §B.7). The caller encodes them (parse.AppendOKList); the
 // strings are immutable, the slice is a copy.
 func lrange(l *list, start, stop int64) Result {
-	res := Result{Status: parse.StatusOK, Kind: KindList}
+	res := Result{Status: vocab.StatusOK, Kind: KindList}
 	if l == nil {
 		return res
 	}

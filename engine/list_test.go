@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // wantList checks an lrange reply by its JSON encoding.
 func wantList(t *testing.T, r Result, json string) {
 	t.Helper()
-	if got := string(parse.AppendOKList(nil, r.Items)); r.Status != parse.StatusOK || r.Kind != KindList || got != "ok "+json+"\n" {
+	if got := string(parse.AppendOKList(nil, r.Items)); r.Status != vocab.StatusOK || r.Kind != KindList || got != "ok "+json+"\n" {
 		t.Fatalf("got %+v (%q), want list %s", r, got, json)
 	}
 }
@@ -35,7 +36,7 @@ func TestListPushPopRange(t *testing.T) {
 	wantValue(t, h.do(s, "rpop", "l", ""), "c d")
 	wantValue(t, h.do(s, "lpop", "l", ""), "a")
 	wantValue(t, h.do(s, "lpop", "l", ""), "b")
-	wantStatus(t, h.do(s, "lpop", "l", ""), parse.StatusNil)
+	wantStatus(t, h.do(s, "lpop", "l", ""), vocab.StatusNil)
 	if n := h.eng.rfKeys.Load(); n != 0 {
 		t.Fatalf("an empty list still counts as %d key(s)", n)
 	}
@@ -46,18 +47,18 @@ func TestListPushPopRange(t *testing.T) {
 func TestBlockingPop(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b, c := h.session(), h.session(), h.session()
-	wantStatus(t, h.do(a, "blpop", "q", "0"), parse.StatusNil) // timeout 0: no wait
+	wantStatus(t, h.do(a, "blpop", "q", "0"), vocab.StatusNil) // timeout 0: no wait
 	wantBlocked(t, h.do(a, "blpop", "q", "5"))
 	wantBlocked(t, h.do(b, "brpop", "q", "5"))
 	// A push goes to the oldest waiter, whatever the ends; the reply is
 	// the list's length (nothing stored).
 	wantInt(t, h.do(c, "rpush", "q", "v1"), 0)
-	if r := h.wantDelivered(a, parse.StatusOK); r.Kind != KindValue || r.Value != "v1" {
+	if r := h.wantDelivered(a, vocab.StatusOK); r.Kind != KindValue || r.Value != "v1" {
 		t.Fatalf("a got %+v", r)
 	}
 	h.wantNothing(b)
 	h.advance(5 * time.Second)
-	h.wantDelivered(b, parse.StatusNil) // timeout
+	h.wantDelivered(b, vocab.StatusNil) // timeout
 	if n := h.eng.rfKeys.Load(); n != 0 {
 		t.Fatalf("%d keys after the waiters left", n)
 	}
@@ -70,18 +71,18 @@ func TestBlockingPop(t *testing.T) {
 }
 
 func TestListLimitsAndRFHandOff(t *testing.T) {
-	h := newHarness(t, Config{MaxListLength: 2, MaxKeys: 1, Profile: parse.ProfileRF})
+	h := newHarness(t, Config{MaxListLength: 2, MaxKeys: 1, Profile: vocab.ProfileRF})
 	a, b := h.session(), h.session()
 	wantInt(t, h.do(a, "rpush", "l", "1"), 1)
 	wantInt(t, h.do(a, "rpush", "l", "2"), 2)
-	wantStatus(t, h.do(a, "rpush", "l", "3"), parse.StatusErrorListFull)
-	wantStatus(t, h.do(a, "rpush", "other", "x"), parse.StatusErrorMaxKeys)
-	wantStatus(t, h.do(b, "blpop", "other", "5"), parse.StatusErrorMaxKeys)
+	wantStatus(t, h.do(a, "rpush", "l", "3"), vocab.StatusErrorListFull)
+	wantStatus(t, h.do(a, "rpush", "other", "x"), vocab.StatusErrorMaxKeys)
+	wantStatus(t, h.do(b, "blpop", "other", "5"), vocab.StatusErrorMaxKeys)
 	wantValue(t, h.do(a, "lpop", "l", ""), "1")
 	wantValue(t, h.do(a, "lpop", "l", ""), "2")
 	wantBlocked(t, h.do(b, "blpop", "l", "5"))
 	wantInt(t, h.do(a, "lpush", "l", "v"), 0) // rf: "ok 0" on a hand-off (§I.27)
-	h.wantDelivered(b, parse.StatusOK)
+	h.wantDelivered(b, vocab.StatusOK)
 }
 
 func TestDrainCancelsParkedPops(t *testing.T) {
@@ -89,7 +90,7 @@ func TestDrainCancelsParkedPops(t *testing.T) {
 	a := h.session()
 	wantBlocked(t, h.do(a, "brpop", "q", "10"))
 	h.drain()
-	h.wantDelivered(a, parse.StatusError)
+	h.wantDelivered(a, vocab.StatusError)
 	h.advance(20 * time.Second)
 	h.wantNothing(a)
 }

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // acquire serves l and sl (and rl, wl, elect): a grant on the fast path,
@@ -21,13 +21,13 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
 	if r.queue.n >= e.cfg.MaxWaiters {
-		return status(parse.StatusErrorMaxWaiters)
+		return status(vocab.StatusErrorMaxWaiters)
 	}
 	if timeoutMs == 0 {
-		return status(parse.StatusTimeout)
+		return status(vocab.StatusTimeout)
 	}
 	if e.draining.Load() {
-		return status(parse.StatusError) // a drain ends every wait (spec §D.5)
+		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.blocked = true
@@ -48,7 +48,7 @@ func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int6
 	sl.writer, sl.elect = m.writer, m.elect
 	res = sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
-	if res.Status != parse.StatusOK {
+	if res.Status != vocab.StatusOK {
 		return nil, res, true // grantLocked freed the slot
 	}
 	sess.record(sl)
@@ -78,15 +78,15 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.In
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
 		if r = sh.createLocked(ns, key, m, now); r == nil {
-			return nil, status(parse.StatusErrorMaxLocks)
+			return nil, status(vocab.StatusErrorMaxLocks)
 		}
 		return r, Result{}
 	}
 	if r.rw != m.rw {
-		return nil, status(parse.StatusErrorTypeMismatch) // spec §B.4
+		return nil, status(vocab.StatusErrorTypeMismatch) // spec §B.4
 	}
 	if !m.rw && int(r.limit) != m.limit {
-		return nil, status(parse.StatusErrorLimitMismatch)
+		return nil, status(vocab.StatusErrorLimitMismatch)
 	}
 	if !r.fits(m.writer) {
 		sh.evictExpiredLocked(r, now)
@@ -112,7 +112,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 	f, ok := sh.eng.nextFence()
 	if !ok {
 		sh.freeSlotLocked(sl)
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sl.fence = f
 	sl.state = slotHolding
@@ -132,7 +132,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 
 // grantResult is the grant reply of a holding slot.
 func (sh *shard) grantResult(sl *slot) Result {
-	return Result{Status: parse.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
+	return Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
 }
 
 // handOffLocked grants freed capacity to the queue head(s) in FIFO order:
@@ -212,7 +212,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
 	if blocked {
-		sh.deliverLocked(sess, status(parse.StatusTimeout))
+		sh.deliverLocked(sess, status(vocab.StatusTimeout))
 	}
 }
 
@@ -256,18 +256,18 @@ func (e *Engine) release(ns namespace, key, tok []byte, now timerwheel.Instant, 
 	sl, _ := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
 		sh.wrongTokenLocked(ns, key, now)
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sh.noteLocked(EventRelease, sl, now)
 	sh.releaseHolderLocked(sl, now)
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // wrongTokenLocked: in dflockd before v1.16.1 a release or renew with a
 // wrong token still counted as activity on the key and postponed its GC
 // (spec §D.6); the v1 profile keeps that.
 func (sh *shard) wrongTokenLocked(ns namespace, key []byte, now timerwheel.Instant) {
-	if sh.eng.cfg.Profile != parse.ProfileV1 {
+	if sh.eng.cfg.Profile != vocab.ProfileV1 {
 		return
 	}
 	if r := sh.lookupLocked(ns, key); r != nil {
@@ -285,12 +285,12 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64, now timerwh
 	if sl == nil {
 		sh.wrongTokenLocked(ns, key, now)
 		if expired && e.rf() {
-			return status(parse.StatusErrorLeaseExpired) // spec §B.0, §I.4
+			return status(vocab.StatusErrorLeaseExpired) // spec §B.0, §I.4
 		}
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sl.lease = leaseMs
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
-	return Result{Status: parse.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}
+	return Result{Status: vocab.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}
 }

@@ -74,8 +74,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 var (
@@ -140,7 +140,7 @@ type mSess struct {
 // whose token the Result must carry.
 type mOut struct {
 	blocked bool
-	status  parse.Status
+	status  vocab.Status
 	kind    ResultKind
 	lease   int64
 	slot    int
@@ -208,9 +208,9 @@ func (m *model) addSession() {
 	m.sess = append(m.sess, &mSess{enq: map[resKey]int{}})
 }
 
-func status0(s parse.Status) mOut { return mOut{status: s, kind: KindStatus} }
+func status0(s vocab.Status) mOut { return mOut{status: s, kind: KindStatus} }
 
-func grantOut(s parse.Status, sl *mSlot) mOut {
+func grantOut(s vocab.Status, sl *mSlot) mOut {
 	return mOut{status: s, kind: KindGrant, lease: sl.lease / 1000, slot: sl.id}
 }
 
@@ -263,7 +263,7 @@ func (m *model) handOff(r *mRes, now int64) {
 		sl.blocked = false
 		m.grant(sl, now)
 		if blocked {
-			m.deliver(sl.sess, grantOut(parse.StatusOK, sl))
+			m.deliver(sl.sess, grantOut(vocab.StatusOK, sl))
 		}
 	}
 	m.touch(r, now)
@@ -297,7 +297,7 @@ func (m *model) timeoutWaiter(sl *mSlot, now int64) {
 	m.free(sl)
 	m.touch(r, now)
 	if blocked {
-		m.deliver(si, status0(parse.StatusTimeout))
+		m.deliver(si, status0(vocab.StatusTimeout))
 	}
 }
 
@@ -306,7 +306,7 @@ func (m *model) admit(rk resKey, limit int, now int64) (*mRes, mOut, bool) {
 	r := m.res[rk]
 	if r == nil {
 		if m.keys >= m.cfg.maxLocks {
-			return nil, status0(parse.StatusErrorMaxLocks), false
+			return nil, status0(vocab.StatusErrorMaxLocks), false
 		}
 		m.keys++
 		r = &mRes{limit: limit, lastActive: now}
@@ -314,7 +314,7 @@ func (m *model) admit(rk resKey, limit int, now int64) (*mRes, mOut, bool) {
 		return r, mOut{}, true
 	}
 	if r.limit != limit {
-		return nil, status0(parse.StatusErrorLimitMismatch), false
+		return nil, status0(vocab.StatusErrorLimitMismatch), false
 	}
 	if len(r.holders) >= r.limit {
 		for _, id := range slices.Clone(r.holders) {
@@ -335,13 +335,13 @@ func (m *model) acquire(si int, rk resKey, limit int, timeoutMs, leaseMs, now in
 		sl := m.newSlot(si, rk, leaseMs)
 		m.grant(sl, now)
 		m.touch(r, now)
-		return grantOut(parse.StatusOK, sl)
+		return grantOut(vocab.StatusOK, sl)
 	}
 	if len(r.queue) >= m.cfg.maxWaiters {
-		return status0(parse.StatusErrorMaxWaiters)
+		return status0(vocab.StatusErrorMaxWaiters)
 	}
 	if timeoutMs == 0 {
-		return status0(parse.StatusTimeout)
+		return status0(vocab.StatusTimeout)
 	}
 	sl := m.newSlot(si, rk, leaseMs)
 	sl.state = slotWaiting
@@ -376,20 +376,20 @@ func (m *model) holder(rk resKey, tok fence.Token, valid bool, now int64) *mSlot
 func (m *model) release(rk resKey, tok fence.Token, valid bool, now int64) mOut {
 	sl := m.holder(rk, tok, valid, now)
 	if sl == nil {
-		return status0(parse.StatusError)
+		return status0(vocab.StatusError)
 	}
 	m.releaseHolder(sl, now)
-	return status0(parse.StatusOK)
+	return status0(vocab.StatusOK)
 }
 
 func (m *model) renew(rk resKey, tok fence.Token, valid bool, leaseMs, now int64) mOut {
 	sl := m.holder(rk, tok, valid, now)
 	if sl == nil {
-		return status0(parse.StatusError)
+		return status0(vocab.StatusError)
 	}
 	sl.lease = leaseMs
 	sl.deadline = now + leaseMs
-	return mOut{status: parse.StatusOK, kind: KindRenew, lease: leaseMs / 1000, slot: sl.id}
+	return mOut{status: vocab.StatusOK, kind: KindRenew, lease: leaseMs / 1000, slot: sl.id}
 }
 
 func (m *model) enqueue(si int, rk resKey, limit int, leaseMs, now int64) mOut {
@@ -400,7 +400,7 @@ func (m *model) enqueue(si int, rk resKey, limit int, leaseMs, now int64) mOut {
 			m.expireHolder(sl, now)
 		}
 		if sl.state != slotLapsed {
-			return status0(parse.StatusErrorAlreadyEnqueued)
+			return status0(vocab.StatusErrorAlreadyEnqueued)
 		}
 		m.free(sl) // a lapsed fast-path grant: start afresh (§I.2 O2)
 	}
@@ -414,10 +414,10 @@ func (m *model) enqueue(si int, rk resKey, limit int, leaseMs, now int64) mOut {
 		sl.twoPhase = true
 		s.enq[rk] = sl.id
 		m.touch(r, now)
-		return grantOut(parse.StatusAcquired, sl)
+		return grantOut(vocab.StatusAcquired, sl)
 	}
 	if len(r.queue) >= m.cfg.maxWaiters {
-		return status0(parse.StatusErrorMaxWaiters)
+		return status0(vocab.StatusErrorMaxWaiters)
 	}
 	sl := m.newSlot(si, rk, leaseMs)
 	sl.state = slotWaiting
@@ -425,36 +425,36 @@ func (m *model) enqueue(si int, rk resKey, limit int, leaseMs, now int64) mOut {
 	r.queue = append(r.queue, sl.id)
 	s.enq[rk] = sl.id
 	m.touch(r, now)
-	return status0(parse.StatusQueued)
+	return status0(vocab.StatusQueued)
 }
 
 func (m *model) wait(si int, rk resKey, timeoutMs, now int64) mOut {
 	s := m.sess[si]
 	id, ok := s.enq[rk]
 	if !ok {
-		return status0(parse.StatusErrorNotEnqueued)
+		return status0(vocab.StatusErrorNotEnqueued)
 	}
 	delete(s.enq, rk)
 	sl := m.slots[id]
 	switch sl.state {
 	case slotLapsed:
 		m.free(sl)
-		return status0(parse.StatusErrorLeaseExpired)
+		return status0(vocab.StatusErrorLeaseExpired)
 	case slotHolding:
 		if sl.deadline <= now {
 			m.expireHolder(sl, now)
 			m.free(sl)
-			return status0(parse.StatusErrorLeaseExpired)
+			return status0(vocab.StatusErrorLeaseExpired)
 		}
 		sl.twoPhase = false
 		sl.deadline = now + sl.lease // observing a grant restarts its lease
 		m.touch(m.res[rk], now)
-		return grantOut(parse.StatusOK, sl)
+		return grantOut(vocab.StatusOK, sl)
 	}
 	sl.twoPhase = false
 	if timeoutMs == 0 {
 		m.timeoutWaiter(sl, now)
-		return status0(parse.StatusTimeout)
+		return status0(vocab.StatusTimeout)
 	}
 	sl.blocked = true
 	sl.deadline = now + timeoutMs
@@ -518,7 +518,7 @@ func (m *model) gc(now int64) {
 }
 
 // apply runs one request at time now.
-func (m *model) apply(si int, req *parse.Request, now int64) mOut {
+func (m *model) apply(si int, req *vocab.Request, now int64) mOut {
 	rk := resKey{nsLock, string(req.Key)}
 	if req.Op.Semaphore() {
 		rk.ns = nsSem
@@ -530,15 +530,15 @@ func (m *model) apply(si int, req *parse.Request, now int64) mOut {
 	}
 	tok, valid := fence.ParseToken(req.Token)
 	switch req.Op {
-	case parse.OpLock, parse.OpSemLock:
+	case vocab.OpLock, vocab.OpSemLock:
 		return m.acquire(si, rk, limit, req.Timeout*1000, lease, now)
-	case parse.OpRelease, parse.OpSemRelease:
+	case vocab.OpRelease, vocab.OpSemRelease:
 		return m.release(rk, tok, valid, now)
-	case parse.OpRenew, parse.OpSemRenew:
+	case vocab.OpRenew, vocab.OpSemRenew:
 		return m.renew(rk, tok, valid, lease, now)
-	case parse.OpEnqueue, parse.OpSemEnqueue:
+	case vocab.OpEnqueue, vocab.OpSemEnqueue:
 		return m.enqueue(si, rk, limit, lease, now)
-	case parse.OpWait, parse.OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		return m.wait(si, rk, req.Timeout*1000, now)
 	}
 	panic("model: op " + req.Op.String())
@@ -953,7 +953,7 @@ func (d *modelRun) beginStep() {
 
 // endStep compares the engine's effects with every world and keeps those
 // that agree. reply is nil for steps that are not requests.
-func (d *modelRun) endStep(op *parse.Request, reply *Result, want []mOut) {
+func (d *modelRun) endStep(op *vocab.Request, reply *Result, want []mOut) {
 	d.t.Helper()
 	delivs := d.rec.take()
 	grants := int(d.eng.LastFence() - d.fenceMark)
@@ -985,7 +985,7 @@ func (d *modelRun) endStep(op *parse.Request, reply *Result, want []mOut) {
 // checkEngine asserts what holds whatever the model says: deliveries only
 // to parked sessions and one each, fresh tokens with strictly increasing
 // fences, and the resource invariants.
-func (d *modelRun) checkEngine(op *parse.Request, reply *Result, delivs []loggedDelivery, snap map[resKey]snapRes) {
+func (d *modelRun) checkEngine(op *vocab.Request, reply *Result, delivs []loggedDelivery, snap map[resKey]snapRes) {
 	d.t.Helper()
 	fresh := func(what string, r Result) {
 		if d.seen[r.Token] {
@@ -1017,7 +1017,7 @@ func (d *modelRun) checkEngine(op *parse.Request, reply *Result, delivs []logged
 		}
 		if reply.Kind == KindGrant {
 			switch op.Op {
-			case parse.OpWait, parse.OpSemWait:
+			case vocab.OpWait, vocab.OpSemWait:
 				// w answers with a grant made earlier, which the
 				// snapshot at the end of that step has seen.
 				if !d.seen[reply.Token] {
@@ -1225,7 +1225,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 // ---- operations ----
 
 // request runs one request on the engine and in every world.
-func (d *modelRun) request(si int, req parse.Request) {
+func (d *modelRun) request(si int, req vocab.Request) {
 	d.t.Helper()
 	d.beginStep()
 	d.opSession = si
@@ -1247,15 +1247,15 @@ func (d *modelRun) request(si int, req parse.Request) {
 	}
 }
 
-func fmtRequest(r *parse.Request) string {
+func fmtRequest(r *vocab.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", r.Op, r.Key)
 	switch r.Op {
-	case parse.OpLock, parse.OpSemLock:
+	case vocab.OpLock, vocab.OpSemLock:
 		fmt.Fprintf(&b, " timeout=%d", r.Timeout)
-	case parse.OpWait, parse.OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		fmt.Fprintf(&b, " timeout=%d", r.Timeout)
-	case parse.OpRelease, parse.OpSemRelease, parse.OpRenew, parse.OpSemRenew:
+	case vocab.OpRelease, vocab.OpSemRelease, vocab.OpRenew, vocab.OpSemRenew:
 		if t, ok := fence.ParseToken(r.Token); ok {
 			fmt.Fprintf(&b, " tok=%d/%d", t.Fence, t.Salt)
 		} else {
@@ -1357,12 +1357,12 @@ func (d *modelRun) randomAdvance() {
 }
 
 var modelOps = []struct {
-	op     parse.Op
+	op     vocab.Op
 	weight int
 }{
-	{parse.OpLock, 16}, {parse.OpSemLock, 12}, {parse.OpRelease, 10}, {parse.OpSemRelease, 7},
-	{parse.OpRenew, 4}, {parse.OpSemRenew, 3}, {parse.OpEnqueue, 8}, {parse.OpSemEnqueue, 6},
-	{parse.OpWait, 8}, {parse.OpSemWait, 6},
+	{vocab.OpLock, 16}, {vocab.OpSemLock, 12}, {vocab.OpRelease, 10}, {vocab.OpSemRelease, 7},
+	{vocab.OpRenew, 4}, {vocab.OpSemRenew, 3}, {vocab.OpEnqueue, 8}, {vocab.OpSemEnqueue, 6},
+	{vocab.OpWait, 8}, {vocab.OpSemWait, 6},
 }
 
 func (d *modelRun) randomRequest() {
@@ -1395,7 +1395,7 @@ func (d *modelRun) randomRequest() {
 		rk = resKey{nsSem, modelSemKeys[d.rng.IntN(len(modelSemKeys))]}
 	}
 	w := d.worlds[0]
-	if (op == parse.OpWait || op == parse.OpSemWait) && d.rng.IntN(10) < 7 {
+	if (op == vocab.OpWait || op == vocab.OpSemWait) && d.rng.IntN(10) < 7 {
 		// Mostly wait where this session has enqueued.
 		var mine []resKey
 		for k := range w.sess[si].enq {
@@ -1408,22 +1408,22 @@ func (d *modelRun) randomRequest() {
 			rk = mine[d.rng.IntN(len(mine))]
 		}
 	}
-	req := parse.Request{Op: op, Key: []byte(rk.key)}
+	req := vocab.Request{Op: op, Key: []byte(rk.key)}
 	switch op {
-	case parse.OpLock, parse.OpSemLock:
+	case vocab.OpLock, vocab.OpSemLock:
 		req.Timeout = []int64{0, 0, 1, 2, 3}[d.rng.IntN(5)]
 		req.Lease = d.randomLease()
-	case parse.OpRelease, parse.OpSemRelease:
+	case vocab.OpRelease, vocab.OpSemRelease:
 		req.Token = d.randomToken(rk)
-	case parse.OpRenew, parse.OpSemRenew:
+	case vocab.OpRenew, vocab.OpSemRenew:
 		req.Token = d.randomToken(rk)
 		req.Lease = d.randomLease()
-	case parse.OpEnqueue, parse.OpSemEnqueue:
+	case vocab.OpEnqueue, vocab.OpSemEnqueue:
 		req.Lease = d.randomLease()
-	case parse.OpWait, parse.OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		req.Timeout = []int64{0, 1, 2, 3}[d.rng.IntN(4)]
 	}
-	if rk.ns == nsSem && (op == parse.OpSemLock || op == parse.OpSemEnqueue) {
+	if rk.ns == nsSem && (op == vocab.OpSemLock || op == vocab.OpSemEnqueue) {
 		req.Limit = 1 + d.rng.Int64N(3)
 		if r := w.res[rk]; r != nil && d.rng.IntN(10) < 8 {
 			req.Limit = int64(r.limit)

@@ -3,7 +3,7 @@ package engine
 import (
 	"sync"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Pub/sub signals (spec §B.9): listen/unlisten register a session on a
@@ -16,23 +16,23 @@ import (
 // without allocating once it has grown.
 var matchesPool = sync.Pool{New: func() any { return new(Matches) }}
 
-func (e *Engine) pubsubOp(s SessionID, r *parse.Request, fx *Effects) Result {
+func (e *Engine) pubsubOp(s SessionID, r *vocab.Request, fx *Effects) Result {
 	switch r.Op {
-	case parse.OpListen:
+	case vocab.OpListen:
 		pattern, group := string(r.Key), string(r.Value)
 		if err := validPattern(pattern); err != nil {
-			return status(parse.StatusError)
+			return status(vocab.StatusError)
 		}
 		if !e.subs.Has(s, pattern, group) && e.overCap(s) {
-			return status(parse.StatusError) // --max-subscriptions (§B.9), MaxRegistrations
+			return status(vocab.StatusError) // --max-subscriptions (§B.9), MaxRegistrations
 		}
 		if _, err := e.subs.Subscribe(s, pattern, group); err != nil {
-			return status(parse.StatusError)
+			return status(vocab.StatusError)
 		}
-		return status(parse.StatusOK)
-	case parse.OpUnlisten:
+		return status(vocab.StatusOK)
+	case vocab.OpUnlisten:
 		e.subs.Unsubscribe(s, string(r.Key), string(r.Value))
-		return status(parse.StatusOK) // always ok, as dflockd's rf line
+		return status(vocab.StatusOK) // always ok, as dflockd's rf line
 	}
 	return e.signal(r.Key, r.Value, fx)
 }
@@ -54,7 +54,7 @@ func (e *Engine) overCap(s SessionID) bool {
 // whose member the delivery picks. Its Result is KindReceivers: the
 // delivery counts the receivers it reached (spec §B.9, and Effect).
 func (e *Engine) signal(channel, payload []byte, fx *Effects) Result {
-	res := Result{Status: parse.StatusOK, Kind: KindReceivers}
+	res := Result{Status: vocab.StatusOK, Kind: KindReceivers}
 	if e.subs.Len() == 0 {
 		return res
 	}
@@ -68,7 +68,7 @@ func (e *Engine) signal(channel, payload []byte, fx *Effects) Result {
 	b := make([]byte, 0, len(channel)+len(payload))
 	b = append(append(b, channel...), payload...)
 	text := string(b)
-	push := pushResult(parse.PushSignal, text[:len(channel)], text[len(channel):])
+	push := pushResult(vocab.PushSignal, text[:len(channel)], text[len(channel):])
 	for _, sub := range m.Subs {
 		fx.add(sub, push)
 	}

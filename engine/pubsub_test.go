@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // pushes returns the push lines delivered to s.
@@ -29,11 +30,11 @@ func pushText(r Result) string {
 func TestSignalFanOutAndWildcards(t *testing.T) {
 	h := newHarness(t, Config{})
 	exact, star, tail, sender := h.session(), h.session(), h.session(), h.session()
-	wantStatus(t, h.do(exact, "listen", "orders.eu.new", ""), parse.StatusOK)
-	wantStatus(t, h.do(star, "listen", "orders.*.new", ""), parse.StatusOK)
-	wantStatus(t, h.do(tail, "listen", "orders.>", ""), parse.StatusOK)
+	wantStatus(t, h.do(exact, "listen", "orders.eu.new", ""), vocab.StatusOK)
+	wantStatus(t, h.do(star, "listen", "orders.*.new", ""), vocab.StatusOK)
+	wantStatus(t, h.do(tail, "listen", "orders.>", ""), vocab.StatusOK)
 	// A connection matching through several patterns gets one copy.
-	wantStatus(t, h.do(tail, "listen", "orders.eu.*", ""), parse.StatusOK)
+	wantStatus(t, h.do(tail, "listen", "orders.eu.*", ""), vocab.StatusOK)
 	wantInt(t, h.do(sender, "signal", "orders.eu.new", "p 1"), 3)
 	for _, s := range []SessionID{exact, star, tail} {
 		if got := h.pushes(s); len(got) != 1 || got[0] != "sig orders.eu.new p 1" {
@@ -46,11 +47,11 @@ func TestSignalFanOutAndWildcards(t *testing.T) {
 		t.Fatal("orders.eu.new.x must reach only orders.>")
 	}
 	wantInt(t, h.do(sender, "signal", "orders", "p"), 0) // `>` needs a token
-	wantStatus(t, h.do(sender, "listen", "fo*", ""), parse.StatusError)
-	wantStatus(t, h.do(sender, "listen", "a.>.b", ""), parse.StatusError)
-	wantStatus(t, h.do(tail, "unlisten", "orders.>", ""), parse.StatusOK)
-	wantStatus(t, h.do(tail, "unlisten", "orders.eu.*", ""), parse.StatusOK)
-	wantStatus(t, h.do(tail, "unlisten", "never", ""), parse.StatusOK)
+	wantStatus(t, h.do(sender, "listen", "fo*", ""), vocab.StatusError)
+	wantStatus(t, h.do(sender, "listen", "a.>.b", ""), vocab.StatusError)
+	wantStatus(t, h.do(tail, "unlisten", "orders.>", ""), vocab.StatusOK)
+	wantStatus(t, h.do(tail, "unlisten", "orders.eu.*", ""), vocab.StatusOK)
+	wantStatus(t, h.do(tail, "unlisten", "never", ""), vocab.StatusOK)
 	wantInt(t, h.do(sender, "signal", "orders.eu.new", "p"), 2)
 }
 
@@ -58,10 +59,10 @@ func TestSignalQueueGroupRoundRobin(t *testing.T) {
 	h := newHarness(t, Config{})
 	members := []SessionID{h.session(), h.session(), h.session()}
 	for _, m := range members {
-		wantStatus(t, h.do(m, "listen", "jobs", "workers"), parse.StatusOK)
+		wantStatus(t, h.do(m, "listen", "jobs", "workers"), vocab.StatusOK)
 	}
 	plain := h.session()
-	wantStatus(t, h.do(plain, "listen", "jobs", ""), parse.StatusOK)
+	wantStatus(t, h.do(plain, "listen", "jobs", ""), vocab.StatusOK)
 	got := map[SessionID]int{}
 	for i := 0; i < 6; i++ {
 		wantInt(t, h.do(plain, "signal", "jobs", "j"), 2) // one group + one plain
@@ -89,7 +90,7 @@ func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b, c, sender := h.session(), h.session(), h.session(), h.session()
 	for _, m := range []SessionID{a, b, c} {
-		wantStatus(t, h.do(m, "listen", "jobs", "w"), parse.StatusOK)
+		wantStatus(t, h.do(m, "listen", "jobs", "w"), vocab.StatusOK)
 	}
 	h.rec.full = map[SessionID]bool{b: true}
 	// Round-robin starts at a, then b (full: falls to c), then c.
@@ -114,7 +115,7 @@ func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
 	}
 	// A backlogged plain subscriber is not counted either.
 	plain := h.session()
-	wantStatus(t, h.do(plain, "listen", "news", ""), parse.StatusOK)
+	wantStatus(t, h.do(plain, "listen", "news", ""), vocab.StatusOK)
 	h.rec.full = map[SessionID]bool{plain: true}
 	wantInt(t, h.do(sender, "signal", "news", "x"), 0)
 	h.rec.full = nil
@@ -124,10 +125,10 @@ func TestQueueGroupSkipsBackloggedMember(t *testing.T) {
 func TestSubscriptionLimitAndCleanup(t *testing.T) {
 	h := newHarness(t, Config{MaxSubscriptions: 2})
 	s, sender := h.session(), h.session()
-	wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK)
-	wantStatus(t, h.do(s, "listen", "b", "g"), parse.StatusOK)
-	wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK) // duplicate: idempotent, not counted
-	wantStatus(t, h.do(s, "listen", "c", ""), parse.StatusError)
+	wantStatus(t, h.do(s, "listen", "a", ""), vocab.StatusOK)
+	wantStatus(t, h.do(s, "listen", "b", "g"), vocab.StatusOK)
+	wantStatus(t, h.do(s, "listen", "a", ""), vocab.StatusOK) // duplicate: idempotent, not counted
+	wantStatus(t, h.do(s, "listen", "c", ""), vocab.StatusError)
 	h.close(s)
 	wantInt(t, h.do(sender, "signal", "a", "x"), 0)
 	wantInt(t, h.do(sender, "signal", "b", "x"), 0)
@@ -142,23 +143,23 @@ func TestRegistrationCap(t *testing.T) {
 	for _, rf := range []bool{false, true} {
 		h := newHarness(t, Config{Profile: rfProfile(rf), MaxRegistrations: 3})
 		s, other := h.session(), h.session()
-		wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK)
-		wantStatus(t, h.do(s, "watch", "b", ""), parse.StatusOK)
-		wantStatus(t, h.do(s, "observe", "c", ""), parse.StatusOK)
-		wantStatus(t, h.do(s, "listen", "d", ""), parse.StatusError)
-		wantStatus(t, h.do(s, "watch", "d", ""), parse.StatusError)
-		wantStatus(t, h.do(s, "observe", "d", ""), parse.StatusError)
-		wantStatus(t, h.do(s, "listen", "a", ""), parse.StatusOK) // already registered
-		wantStatus(t, h.do(s, "watch", "b", ""), parse.StatusOK)
-		wantStatus(t, h.do(other, "listen", "d", ""), parse.StatusOK) // per session
-		wantStatus(t, h.do(s, "unwatch", "b", ""), parse.StatusOK)
-		wantStatus(t, h.do(s, "listen", "d", ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "listen", "a", ""), vocab.StatusOK)
+		wantStatus(t, h.do(s, "watch", "b", ""), vocab.StatusOK)
+		wantStatus(t, h.do(s, "observe", "c", ""), vocab.StatusOK)
+		wantStatus(t, h.do(s, "listen", "d", ""), vocab.StatusError)
+		wantStatus(t, h.do(s, "watch", "d", ""), vocab.StatusError)
+		wantStatus(t, h.do(s, "observe", "d", ""), vocab.StatusError)
+		wantStatus(t, h.do(s, "listen", "a", ""), vocab.StatusOK) // already registered
+		wantStatus(t, h.do(s, "watch", "b", ""), vocab.StatusOK)
+		wantStatus(t, h.do(other, "listen", "d", ""), vocab.StatusOK) // per session
+		wantStatus(t, h.do(s, "unwatch", "b", ""), vocab.StatusOK)
+		wantStatus(t, h.do(s, "listen", "d", ""), vocab.StatusOK)
 		wantInt(t, h.do(other, "signal", "d", "x"), 2)
 	}
 	// Negative means unlimited.
 	h := newHarness(t, Config{MaxRegistrations: -1})
 	s := h.session()
 	for i := range 2000 {
-		wantStatus(t, h.do(s, "listen", fmt.Sprintf("p%d", i), ""), parse.StatusOK)
+		wantStatus(t, h.do(s, "listen", fmt.Sprintf("p%d", i), ""), vocab.StatusOK)
 	}
 }

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // readopt serves an acquire of a session that took over an orphaned one
@@ -46,7 +46,7 @@ func (e *Engine) readopt(sess *session, ns namespace, key []byte, m mode, timeou
 		}
 		if timeoutMs == 0 {
 			sh.timeoutWaiterLocked(sl, now)
-			return status(parse.StatusTimeout), true
+			return status(vocab.StatusTimeout), true
 		}
 		sl.blocked = true
 		sh.armLocked(&sl.timer, now.After(timeoutMs))

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // readopt runs an acquire as a session that took over an orphan.
@@ -24,23 +25,23 @@ func TestReadopt(t *testing.T) {
 	h := newHarness(t, Config{})
 	a, b, c, d := h.session(), h.session(), h.session(), h.session()
 	held := tok(wantGrantOK(t, h.do(a, "l", "k", "0 30")))
-	if r := h.do(a, "l", "k", "0 30"); r.Status != parse.StatusTimeout {
+	if r := h.do(a, "l", "k", "0 30"); r.Status != vocab.StatusTimeout {
 		t.Fatalf("a plain re-acquire of a held key: %v, want timeout", r.Status)
 	}
 	if got := tok(h.readopt(a, "l", "k", "0 30")); got != held {
 		t.Fatalf("readopt of the hold: token %q, want %q", got, held)
 	}
-	wantStatus(t, h.do(b, "e", "k", "30"), parse.StatusQueued) // b's place: first
+	wantStatus(t, h.do(b, "e", "k", "30"), vocab.StatusQueued) // b's place: first
 	if r := h.do(c, "l", "k", "30 30"); !r.Blocked {           // c: second
 		t.Fatal("c did not wait")
 	}
 	if r := h.readopt(b, "l", "k", "30 30"); !r.Blocked {
 		t.Fatalf("readopt of b's enqueue: %+v, want a wait", r)
 	}
-	if r := h.readopt(d, "l", "k", "0 30"); r.Status != parse.StatusTimeout {
+	if r := h.readopt(d, "l", "k", "0 30"); r.Status != vocab.StatusTimeout {
 		t.Fatalf("readopt with no claim is a plain try-lock: %v", r.Status)
 	}
-	wantStatus(t, h.do(a, "r", "k", held), parse.StatusOK)
+	wantStatus(t, h.do(a, "r", "k", held), vocab.StatusOK)
 	if got := h.rec.take(b); len(got) != 1 || got[0].Kind != KindGrant {
 		t.Fatalf("b, first in the queue, got %+v", got)
 	}
@@ -51,7 +52,7 @@ func TestReadopt(t *testing.T) {
 
 func wantGrantOK(t *testing.T, r Result) Result {
 	t.Helper()
-	if r.Kind != KindGrant || r.Status != parse.StatusOK {
+	if r.Kind != KindGrant || r.Status != vocab.StatusOK {
 		t.Fatalf("not a grant: %+v", r)
 	}
 	return r

@@ -2,11 +2,11 @@ package engine
 
 import (
 	"fmt"
-	"github.com/dflockd-ng/dflockd/parse"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // session is the engine's view of one client session: what it holds,
@@ -298,7 +298,7 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 		}
 		sh.unlock()
 		if found {
-			return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+			return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
 		}
 	}
 	if tag == 0 {
@@ -311,7 +311,7 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 			}
 			w.sh.unlock()
 			if found {
-				return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+				return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
 			}
 		}
 		if w := s.bar; w != nil {
@@ -322,11 +322,11 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 			}
 			w.sh.unlock()
 			if found {
-				return Result{Status: parse.StatusOK, Kind: KindInt, Int: 1}
+				return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
 			}
 		}
 	}
-	return Result{Status: parse.StatusOK, Kind: KindInt}
+	return Result{Status: vocab.StatusOK, Kind: KindInt}
 }
 
 // dropClaimLocked ends one of a closing session's claims.

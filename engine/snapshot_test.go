@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // A snapshot taken anywhere in a random workload over every primitive,
@@ -19,7 +19,7 @@ func TestSnapshotRestoreContinuesIdentically(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 6_000
 	}
-	for _, p := range []parse.Profile{parse.ProfileV2, parse.ProfileRF, parse.ProfileV1} {
+	for _, p := range []vocab.Profile{vocab.ProfileV2, vocab.ProfileRF, vocab.ProfileV1} {
 		t.Run(p.String(), func(t *testing.T) {
 			cfg := Config{Shards: 16, Profile: p, TokenKey: testKey, FenceFloor: 1 << 40,
 				DefaultLease: 3 * time.Second, MaxWaiters: 8, MaxSubscriptions: 6, GCMaxIdle: 5 * time.Second}

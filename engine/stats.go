@@ -5,31 +5,31 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Stats reports the state for the stats document (spec §F.1) as of at;
 // connections is the caller's count. Arrays are sorted by key (then
 // pattern and group), so the same state always reports the same. The
 // fence state is the caller's to add: it knows the durable ceiling.
-func (e *Engine) Stats(at timerwheel.Instant, connections int) *parse.Stats {
+func (e *Engine) Stats(at timerwheel.Instant, connections int) *vocab.Stats {
 	return e.stats(at, connections, true)
 }
 
 // LockStats is Stats with only what the v1 and v2 documents show: locks
 // and semaphores, busy and idle (the other arrays are empty).
-func (e *Engine) LockStats(at timerwheel.Instant, connections int) *parse.Stats {
+func (e *Engine) LockStats(at timerwheel.Instant, connections int) *vocab.Stats {
 	return e.stats(at, connections, false)
 }
 
-func (e *Engine) stats(at timerwheel.Instant, connections int, all bool) *parse.Stats {
-	st := &parse.Stats{
+func (e *Engine) stats(at timerwheel.Instant, connections int, all bool) *vocab.Stats {
+	st := &vocab.Stats{
 		Connections: connections,
-		Locks:       []parse.LockStat{}, Semaphores: []parse.SemStat{}, RWLocks: []parse.RWStat{},
-		IdleLocks: []parse.IdleStat{}, IdleSemaphores: []parse.IdleStat{}, Counters: []parse.CounterStat{},
-		KVEntries: []parse.KVStat{}, Lists: []parse.ListStat{}, Barriers: []parse.BarrierStat{},
-		SignalChannels: []parse.SignalStat{}, WatchChannels: []parse.WatchStat{},
+		Locks:       []vocab.LockStat{}, Semaphores: []vocab.SemStat{}, RWLocks: []vocab.RWStat{},
+		IdleLocks: []vocab.IdleStat{}, IdleSemaphores: []vocab.IdleStat{}, Counters: []vocab.CounterStat{},
+		KVEntries: []vocab.KVStat{}, Lists: []vocab.ListStat{}, Barriers: []vocab.BarrierStat{},
+		SignalChannels: []vocab.SignalStat{}, WatchChannels: []vocab.WatchStat{},
 	}
 	if all {
 		st.SignalChannels, st.WatchChannels = e.signalStats(), e.watchStats()
@@ -42,38 +42,38 @@ func (e *Engine) stats(at timerwheel.Instant, connections int, all bool) *parse.
 		sh.mu.Unlock()
 	}
 	byKey := func(a, b string) int { return strings.Compare(a, b) }
-	slices.SortFunc(st.Locks, func(a, b parse.LockStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.Semaphores, func(a, b parse.SemStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.RWLocks, func(a, b parse.RWStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.IdleLocks, func(a, b parse.IdleStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.IdleSemaphores, func(a, b parse.IdleStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.Counters, func(a, b parse.CounterStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.KVEntries, func(a, b parse.KVStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.Lists, func(a, b parse.ListStat) int { return byKey(a.Key, b.Key) })
-	slices.SortFunc(st.Barriers, func(a, b parse.BarrierStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Locks, func(a, b vocab.LockStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Semaphores, func(a, b vocab.SemStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.RWLocks, func(a, b vocab.RWStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.IdleLocks, func(a, b vocab.IdleStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.IdleSemaphores, func(a, b vocab.IdleStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Counters, func(a, b vocab.CounterStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.KVEntries, func(a, b vocab.KVStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Lists, func(a, b vocab.ListStat) int { return byKey(a.Key, b.Key) })
+	slices.SortFunc(st.Barriers, func(a, b vocab.BarrierStat) int { return byKey(a.Key, b.Key) })
 	return st
 }
 
 // signalStats lists subscriptions by (pattern, group).
-func (e *Engine) signalStats() []parse.SignalStat {
-	out := []parse.SignalStat{}
+func (e *Engine) signalStats() []vocab.SignalStat {
+	out := []vocab.SignalStat{}
 	for _, p := range e.subs.Patterns() {
-		out = append(out, parse.SignalStat{Pattern: p.Pattern, Group: p.Group, Listeners: p.Subscribers})
+		out = append(out, vocab.SignalStat{Pattern: p.Pattern, Group: p.Group, Listeners: p.Subscribers})
 	}
 	return out
 }
 
 // watchStats lists watched patterns.
-func (e *Engine) watchStats() []parse.WatchStat {
-	out := []parse.WatchStat{}
+func (e *Engine) watchStats() []vocab.WatchStat {
+	out := []vocab.WatchStat{}
 	for _, p := range e.watches.Patterns() {
-		out = append(out, parse.WatchStat{Pattern: p.Pattern, Watchers: p.Subscribers})
+		out = append(out, vocab.WatchStat{Pattern: p.Pattern, Watchers: p.Subscribers})
 	}
 	return out
 }
 
-func (e *Engine) rwStatOf(r *resource) parse.RWStat {
-	st := parse.RWStat{Key: r.key, Waiters: r.queue.n}
+func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
+	st := vocab.RWStat{Key: r.key, Waiters: r.queue.n}
 	for h := r.holders.head; h != nil; h = h.next {
 		if h.writer {
 			st.Writer = true
@@ -92,7 +92,7 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 // semaphore); v1.10 and the rf line have one map and list limit-1
 // resources as locks. Lock entries carry their holder's fence; only the
 // rf document shows it (parse.AppendStats).
-func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.Tick, all bool) {
+func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.Tick, all bool) {
 	for ns, m := range sh.res {
 		for _, r := range m {
 			if r.rw {
@@ -103,7 +103,7 @@ func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.T
 			}
 			asLock := e.kindOf(namespace(ns), r) == KeyLock
 			if r.idle() {
-				is := parse.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
+				is := vocab.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
 				if asLock {
 					st.IdleLocks = append(st.IdleLocks, is)
 				} else {
@@ -112,10 +112,10 @@ func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.T
 				continue
 			}
 			if !asLock {
-				st.Semaphores = append(st.Semaphores, parse.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
 				continue
 			}
-			ls := parse.LockStat{Key: r.key, Waiters: r.queue.n}
+			ls := vocab.LockStat{Key: r.key, Waiters: r.queue.n}
 			if h := r.holders.head; h != nil {
 				ls.OwnerConnID = h.sess.connID
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
@@ -128,19 +128,19 @@ func (e *Engine) collectStatsLocked(sh *shard, st *parse.Stats, now timerwheel.T
 		return
 	}
 	for k, ctr := range sh.counters {
-		st.Counters = append(st.Counters, parse.CounterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
+		st.Counters = append(st.Counters, vocab.CounterStat{Key: k, Value: ctr.value, IdleS: seconds(now - ctr.lastActive)})
 	}
 	for k, b := range sh.barriers {
-		st.Barriers = append(st.Barriers, parse.BarrierStat{Key: k, Count: b.count, Participants: b.parts.n, IdleS: seconds(now - b.lastActive)})
+		st.Barriers = append(st.Barriers, vocab.BarrierStat{Key: k, Count: b.count, Participants: b.parts.n, IdleS: seconds(now - b.lastActive)})
 	}
 	for k, l := range sh.lists {
-		st.Lists = append(st.Lists, parse.ListStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
+		st.Lists = append(st.Lists, vocab.ListStat{Key: k, Len: l.len(), PopWaiters: l.waiters.n, IdleS: seconds(now - l.lastActive)})
 	}
 	for k, kv := range sh.kv {
 		if kv.expired(timerwheel.Of(now)) {
 			continue
 		}
-		ks := parse.KVStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}
+		ks := vocab.KVStat{Key: k, ValueLen: len(kv.value), IdleS: seconds(now - kv.lastActive)}
 		if kv.hasTTL {
 			ks.TTL = int64(kv.timer.Deadline()-now+999) / 1000
 		}
@@ -182,14 +182,14 @@ func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 		for _, b := range sh.barriers {
 			for w := b.parts.head; w != nil; w = b.parts.head {
 				sh.endBarrierWaitLocked(w)
-				sh.deliverLocked(w.sess, status(parse.StatusError))
+				sh.deliverLocked(w.sess, status(vocab.StatusError))
 			}
 			sh.dropBarrierIfEmptyLocked(b)
 		}
 		for _, l := range sh.lists {
 			for w := l.waiters.head; w != nil; w = l.waiters.head {
 				sh.endPopLocked(w)
-				sh.deliverLocked(w.sess, status(parse.StatusError))
+				sh.deliverLocked(w.sess, status(vocab.StatusError))
 			}
 			sh.dropEmptyListLocked(l)
 		}
@@ -202,7 +202,7 @@ func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 				sess, tag := sl.sess, sl.tag
 				r.queue.remove(sl)
 				sh.freeSlotLocked(sl)
-				sh.deliverLocked(sess, Result{Status: parse.StatusError, Tag: tag})
+				sh.deliverLocked(sess, Result{Status: vocab.StatusError, Tag: tag})
 			}
 			sl = next
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // TestStress runs the engine as the server does: a real clock and timer
@@ -265,25 +265,25 @@ func (w *stressWorker) drain() {
 		k := ss.parked
 		ss.parked = nil
 		switch {
-		case d.r.Status == parse.StatusOK && d.r.Kind == KindGrant:
+		case d.r.Status == vocab.StatusOK && d.r.Kind == KindGrant:
 			w.hold(ss, k, d.r.Token)
-		case d.r.Status == parse.StatusTimeout:
+		case d.r.Status == vocab.StatusTimeout:
 		default:
 			w.errorf("unexpected delivery %+v", d.r)
 		}
 	}
 }
 
-func (w *stressWorker) do(ss *stressSess, req *parse.Request) Result {
+func (w *stressWorker) do(ss *stressSess, req *vocab.Request) Result {
 	return w.rt.run(Command{Kind: KindRequest, Session: ss.s, Req: *req})
 }
 
-func (w *stressWorker) keyReq(op parse.Op, k *stressKey) parse.Request {
+func (w *stressWorker) keyReq(op vocab.Op, k *stressKey) vocab.Request {
 	if k.ns == nsSem {
-		op += parse.OpSemLock - parse.OpLock // l→sl, r→sr, n→sn, e→se, w→sw
+		op += vocab.OpSemLock - vocab.OpLock // l→sl, r→sr, n→sn, e→se, w→sw
 	}
-	req := parse.Request{Op: op, Key: []byte(k.name)}
-	if k.ns == nsSem && (op == parse.OpSemLock || op == parse.OpSemEnqueue) {
+	req := vocab.Request{Op: op, Key: []byte(k.name)}
+	if k.ns == nsSem && (op == vocab.OpSemLock || op == vocab.OpSemEnqueue) {
 		req.Limit = int64(k.limit)
 	}
 	return req
@@ -295,13 +295,13 @@ func (w *stressWorker) release(ss *stressSess, i int) {
 	h := ss.holds[i]
 	ss.holds = append(ss.holds[:i], ss.holds[i+1:]...)
 	h.key.holders.Add(-1)
-	req := w.keyReq(parse.OpRelease, h.key)
+	req := w.keyReq(vocab.OpRelease, h.key)
 	if h.key.ns == nsLock && w.rng.IntN(3) == 0 {
-		req.Op = parse.OpResign // releases as r does
+		req.Op = vocab.OpResign // releases as r does
 	}
 	var b [fence.TokenLen]byte
 	req.Token = h.tok.Append(b[:0])
-	if r := w.do(ss, &req); r.Status != parse.StatusOK {
+	if r := w.do(ss, &req); r.Status != vocab.StatusOK {
 		w.errorf("release of a held token: %+v", r)
 	}
 	if ss.enqToken[h.key] == h.tok {
@@ -348,7 +348,7 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 	}
 	switch x := r.IntN(100); {
 	case x < 35: // l / sl
-		req := w.keyReq(parse.OpLock, k)
+		req := w.keyReq(vocab.OpLock, k)
 		if r.IntN(5) == 0 && w.mayPark(ss) {
 			req.Timeout = 1 // parks: the shortest wait the protocol has
 		}
@@ -356,22 +356,22 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 			req.Lease = 30 + int64(r.IntN(30))
 		}
 		if k.ns == nsLock && r.IntN(3) == 0 {
-			req.Op = parse.OpElect // the same lock, plus leader pushes
+			req.Op = vocab.OpElect // the same lock, plus leader pushes
 		}
 		res := w.do(ss, &req)
 		switch {
 		case res.Blocked:
 			ss.parked = k
-		case res.Status == parse.StatusOK && res.Kind == KindGrant:
+		case res.Status == vocab.StatusOK && res.Kind == KindGrant:
 			w.hold(ss, k, res.Token)
-		case res.Status == parse.StatusTimeout && req.Timeout == 0:
+		case res.Status == vocab.StatusTimeout && req.Timeout == 0:
 		default:
 			w.errorf("%s: %+v", req.Op, res)
 		}
 	case x < 45: // r / sr with a wrong token
-		req := w.keyReq(parse.OpRelease, k)
+		req := w.keyReq(vocab.OpRelease, k)
 		req.Token = fence.Token{Fence: 1 << 63, Salt: r.Uint64()}.Append(nil)
-		if res := w.do(ss, &req); res.Status != parse.StatusError {
+		if res := w.do(ss, &req); res.Status != vocab.StatusError {
 			w.errorf("release with a wrong token: %+v", res)
 		}
 	case x < 55: // n / sn on a held token
@@ -379,22 +379,22 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 			return false
 		}
 		h := ss.holds[r.IntN(len(ss.holds))]
-		req := w.keyReq(parse.OpRenew, h.key)
+		req := w.keyReq(vocab.OpRenew, h.key)
 		req.Token = h.tok.Append(nil)
 		req.Lease = 30 + int64(r.IntN(30))
-		if res := w.do(ss, &req); res.Status != parse.StatusOK || res.Kind != KindRenew || res.Lease != req.Lease {
+		if res := w.do(ss, &req); res.Status != vocab.StatusOK || res.Kind != KindRenew || res.Lease != req.Lease {
 			w.errorf("renew of a held token: %+v", res)
 		}
 	case x < 75: // e / se, or w / sw where enqueued
 		if ss.enq[k] == enqNone {
-			req := w.keyReq(parse.OpEnqueue, k)
+			req := w.keyReq(vocab.OpEnqueue, k)
 			res := w.do(ss, &req)
 			switch res.Status {
-			case parse.StatusAcquired:
+			case vocab.StatusAcquired:
 				w.hold(ss, k, res.Token)
 				ss.enq[k] = enqAcquired
 				ss.enqToken[k] = res.Token
-			case parse.StatusQueued:
+			case vocab.StatusQueued:
 				ss.enq[k] = enqQueued
 			default:
 				w.errorf("%s: %+v", req.Op, res)
@@ -407,20 +407,20 @@ func (w *stressWorker) step(ss *stressSess) (closed bool) {
 		}
 		w.wait(ss, k, timeout)
 	case x < 80: // observe / unobserve an election (a lock key)
-		req := parse.Request{Op: parse.OpObserve, Key: []byte(k.name)}
+		req := vocab.Request{Op: vocab.OpObserve, Key: []byte(k.name)}
 		if r.IntN(2) == 0 {
-			req.Op = parse.OpUnobserve
+			req.Op = vocab.OpUnobserve
 		}
-		if res := w.do(ss, &req); res.Status != parse.StatusOK {
+		if res := w.do(ss, &req); res.Status != vocab.StatusOK {
 			w.errorf("%s: %+v", req.Op, res)
 		}
 	default: // w / sw without e
 		if ss.enq[k] != enqNone {
 			return false
 		}
-		req := w.keyReq(parse.OpWait, k)
+		req := w.keyReq(vocab.OpWait, k)
 		req.Timeout = 1
-		if res := w.do(ss, &req); res.Status != parse.StatusErrorNotEnqueued {
+		if res := w.do(ss, &req); res.Status != vocab.StatusErrorNotEnqueued {
 			w.errorf("w without e: %+v", res)
 		}
 	}
@@ -432,7 +432,7 @@ func (w *stressWorker) wait(ss *stressSess, k *stressKey, timeout int64) {
 	st := ss.enq[k]
 	delete(ss.enq, k)
 	delete(ss.enqToken, k)
-	req := w.keyReq(parse.OpWait, k)
+	req := w.keyReq(vocab.OpWait, k)
 	req.Timeout = timeout
 	res := w.do(ss, &req)
 	switch {
@@ -441,11 +441,11 @@ func (w *stressWorker) wait(ss *stressSess, k *stressKey, timeout int64) {
 			w.errorf("w parked after e acquired")
 		}
 		ss.parked = k
-	case res.Status == parse.StatusOK && res.Kind == KindGrant:
+	case res.Status == vocab.StatusOK && res.Kind == KindGrant:
 		if st == enqQueued {
 			w.hold(ss, k, res.Token) // granted while queued: first seen now
 		}
-	case res.Status == parse.StatusTimeout && timeout == 0 && st == enqQueued:
+	case res.Status == vocab.StatusTimeout && timeout == 0 && st == enqQueued:
 	default:
 		w.errorf("%s after e (%d): %+v", req.Op, st, res)
 	}

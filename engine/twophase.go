@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // enqueue serves e and se (two-phase acquire, phase 1). The enqueue state
@@ -16,7 +16,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 			sh.expireHolderLocked(sl, now)
 		}
 		if sl.state != slotLapsed {
-			return status(parse.StatusErrorAlreadyEnqueued)
+			return status(vocab.StatusErrorAlreadyEnqueued)
 		}
 		// The fast-path grant lapsed unobserved: like dflockd after its
 		// sweep, a new e starts afresh (spec §I.2 O2).
@@ -33,16 +33,16 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 		}
 		sl.twoPhase = true
 		sess.rememberEnqueued(ns, r.key, sl)
-		res.Status = parse.StatusAcquired
+		res.Status = vocab.StatusAcquired
 		return res
 	}
 	if r.queue.n >= e.cfg.MaxWaiters {
-		return status(parse.StatusErrorMaxWaiters)
+		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.twoPhase = true // no timer until w
 	sess.rememberEnqueued(ns, r.key, sl)
-	return status(parse.StatusQueued)
+	return status(vocab.StatusQueued)
 }
 
 // wait serves w and sw (phase 2). It consumes the enqueue state whatever
@@ -53,19 +53,19 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 	defer sh.unlock()
 	sl := sess.enqueued(ns, key)
 	if sl == nil {
-		return status(parse.StatusErrorNotEnqueued)
+		return status(vocab.StatusErrorNotEnqueued)
 	}
 	sess.forgetEnqueued(ns, key)
 	switch sl.state {
 	case slotLapsed:
 		sh.freeSlotLocked(sl)
-		return status(parse.StatusErrorLeaseExpired)
+		return status(vocab.StatusErrorLeaseExpired)
 	case slotHolding:
 		if now.Passed(sl.timer.Deadline()) {
 			// Lease ran out before the driver fired: same answer as lapsed.
 			sh.expireHolderLocked(sl, now)
 			sh.freeSlotLocked(sl)
-			return status(parse.StatusErrorLeaseExpired)
+			return status(vocab.StatusErrorLeaseExpired)
 		}
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.twoPhase = false
@@ -78,11 +78,11 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 	sl.twoPhase = false
 	if timeoutMs == 0 {
 		sh.timeoutWaiterLocked(sl, now)
-		return status(parse.StatusTimeout)
+		return status(vocab.StatusTimeout)
 	}
 	if e.draining.Load() {
 		sh.dropWaiterLocked(sl, now) // a drain ends every wait (spec §D.5)
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now.After(timeoutMs))

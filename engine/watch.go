@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/dflockd-ng/dflockd/parse"
+import "github.com/dflockd-ng/dflockd/vocab"
 
 // Key watch (spec §B.10): a session watching a key or pattern gets
 // "watch <event> <key>" for every matching event, once per connection
@@ -14,24 +14,24 @@ const (
 	evRelease = "release"
 )
 
-func (e *Engine) watchOp(s SessionID, r *parse.Request) Result {
+func (e *Engine) watchOp(s SessionID, r *vocab.Request) Result {
 	pattern := string(r.Key)
-	if r.Op == parse.OpUnwatch {
+	if r.Op == vocab.OpUnwatch {
 		e.watches.Unsubscribe(s, pattern, "")
-		return status(parse.StatusOK)
+		return status(vocab.StatusOK)
 	}
 	if err := validPattern(pattern); err != nil {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	// rf counts listen, watch and observe registrations against one cap
 	// (§B.9); MaxRegistrations counts them in every profile.
 	if !e.watches.Has(s, pattern, "") && e.subscriptions(s) >= e.regCap() {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
 	if _, err := e.watches.Subscribe(s, pattern, ""); err != nil {
-		return status(parse.StatusError)
+		return status(vocab.StatusError)
 	}
-	return status(parse.StatusOK)
+	return status(vocab.StatusOK)
 }
 
 // watching reports whether anyone watches any key: callers that would
@@ -50,7 +50,7 @@ func (sh *shard) watchEventLocked(event, key string) {
 	if len(m.Subs) == 0 {
 		return
 	}
-	push := pushResult(parse.PushWatch, event, key)
+	push := pushResult(vocab.PushWatch, event, key)
 	for _, s := range m.Subs {
 		sh.fx.add(s, push)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Config tunes an API; the zero value of each field means its default
@@ -190,18 +191,18 @@ func (a *API) Sessions() int { return a.sessions.count() }
 // The lock and semaphore routes and the request each one makes.
 var lockRoutes = []struct {
 	pattern string
-	op      parse.Op
+	op      vocab.Op
 }{
-	{"POST /v1/locks/{key}", parse.OpLock},
-	{"POST /v1/locks/{key}/release", parse.OpRelease},
-	{"POST /v1/locks/{key}/renew", parse.OpRenew},
-	{"POST /v1/locks/{key}/enqueue", parse.OpEnqueue},
-	{"POST /v1/locks/{key}/wait", parse.OpWait},
-	{"POST /v1/semaphores/{key}", parse.OpSemLock},
-	{"POST /v1/semaphores/{key}/release", parse.OpSemRelease},
-	{"POST /v1/semaphores/{key}/renew", parse.OpSemRenew},
-	{"POST /v1/semaphores/{key}/enqueue", parse.OpSemEnqueue},
-	{"POST /v1/semaphores/{key}/wait", parse.OpSemWait},
+	{"POST /v1/locks/{key}", vocab.OpLock},
+	{"POST /v1/locks/{key}/release", vocab.OpRelease},
+	{"POST /v1/locks/{key}/renew", vocab.OpRenew},
+	{"POST /v1/locks/{key}/enqueue", vocab.OpEnqueue},
+	{"POST /v1/locks/{key}/wait", vocab.OpWait},
+	{"POST /v1/semaphores/{key}", vocab.OpSemLock},
+	{"POST /v1/semaphores/{key}/release", vocab.OpSemRelease},
+	{"POST /v1/semaphores/{key}/renew", vocab.OpSemRenew},
+	{"POST /v1/semaphores/{key}/enqueue", vocab.OpSemEnqueue},
+	{"POST /v1/semaphores/{key}/wait", vocab.OpSemWait},
 }
 
 // routes builds the mux: Go's method and path patterns; "/" catches the
@@ -354,7 +355,7 @@ func (a *API) draining() bool { return a.hub.Draining() || a.sessions.isClosed()
 
 // health is GET /health: the process answers.
 func health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, statusReply{Status: "ok"})
+	writeJSON(w, http.StatusOK, statusReply{Status: vocab.StatusOK.String()})
 }
 
 // ready is GET /ready: 503 once a drain has started, and on a cluster
@@ -371,7 +372,7 @@ func (a *API) ready(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, statusReply{Status: "no_leader"})
 		return
 	}
-	writeJSON(w, http.StatusOK, statusReply{Status: "ok"})
+	writeJSON(w, http.StatusOK, statusReply{Status: vocab.StatusOK.String()})
 }
 
 // stats is GET /v1/stats.
@@ -380,7 +381,7 @@ func (a *API) stats(w http.ResponseWriter, _ *http.Request) {
 	if a.cfg.Stats != nil {
 		doc = a.cfg.Stats()
 	} else {
-		doc = parse.AppendStats(nil, a.hub.Stats(false), parse.ProfileV2)
+		doc = parse.AppendStats(nil, a.hub.Stats(false), vocab.ProfileV2)
 	}
 	if len(doc) > 0 && doc[len(doc)-1] != '\n' {
 		doc = append(doc, '\n') // as every JSON reply here ends

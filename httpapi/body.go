@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Bounds of what a request carries.
@@ -61,47 +61,47 @@ type (
 
 // readRequest decodes and checks the body of a call of op and returns the
 // request it makes (without its key), or what is wrong with it.
-func readRequest(w http.ResponseWriter, r *http.Request, op parse.Op) (parse.Request, string) {
-	req := parse.Request{Op: op}
+func readRequest(w http.ResponseWriter, r *http.Request, op vocab.Op) (vocab.Request, string) {
+	req := vocab.Request{Op: op}
 	var msg string
 	switch op {
-	case parse.OpLock:
+	case vocab.OpLock:
 		var b acquireBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = firstOf(checkSeconds("acquire_timeout_s", b.AcquireTimeoutS), checkSeconds("lease_ttl_s", b.LeaseTTLS))
 			req.Timeout, req.Lease = b.AcquireTimeoutS, b.LeaseTTLS
 		}
-	case parse.OpSemLock:
+	case vocab.OpSemLock:
 		var b semAcquireBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = firstOf(checkSeconds("acquire_timeout_s", b.AcquireTimeoutS), checkLimit(b.Limit), checkSeconds("lease_ttl_s", b.LeaseTTLS))
 			req.Timeout, req.Limit, req.Lease = b.AcquireTimeoutS, b.Limit, b.LeaseTTLS
 		}
-	case parse.OpRelease, parse.OpSemRelease:
+	case vocab.OpRelease, vocab.OpSemRelease:
 		var b tokenBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = checkToken(b.Token)
 			req.Token = []byte(b.Token)
 		}
-	case parse.OpRenew, parse.OpSemRenew:
+	case vocab.OpRenew, vocab.OpSemRenew:
 		var b renewBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = firstOf(checkToken(b.Token), checkSeconds("lease_ttl_s", b.LeaseTTLS))
 			req.Token, req.Lease = []byte(b.Token), b.LeaseTTLS
 		}
-	case parse.OpEnqueue:
+	case vocab.OpEnqueue:
 		var b enqueueBody
 		if msg = readJSON(w, r, &b, true); msg == "" {
 			msg = checkSeconds("lease_ttl_s", b.LeaseTTLS)
 			req.Lease = b.LeaseTTLS
 		}
-	case parse.OpSemEnqueue:
+	case vocab.OpSemEnqueue:
 		var b semEnqueueBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = firstOf(checkLimit(b.Limit), checkSeconds("lease_ttl_s", b.LeaseTTLS))
 			req.Limit, req.Lease = b.Limit, b.LeaseTTLS
 		}
-	case parse.OpWait, parse.OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		var b waitBody
 		if msg = readJSON(w, r, &b, false); msg == "" {
 			msg = checkSeconds("timeout_s", b.TimeoutS)
@@ -191,25 +191,25 @@ func checkToken(t string) string {
 }
 
 // checkSeconds: whole seconds that fit a time.Duration, as on the TCP
-// protocol (parse.MaxSeconds).
+// protocol (vocab.MaxSeconds).
 func checkSeconds(name string, v int64) string {
 	switch {
 	case v < 0:
 		return name + " must be >= 0"
-	case v > parse.MaxSeconds:
-		return name + " too large (max " + strconv.FormatInt(parse.MaxSeconds, 10) + ")"
+	case v > vocab.MaxSeconds:
+		return name + " too large (max " + strconv.FormatInt(vocab.MaxSeconds, 10) + ")"
 	}
 	return ""
 }
 
 // checkLimit: a semaphore's limit is required, and capped as on the TCP
-// protocol (parse.MaxLimit).
+// protocol (vocab.MaxLimit).
 func checkLimit(v int64) string {
 	switch {
 	case v <= 0:
 		return "limit must be > 0"
-	case v > parse.MaxLimit:
-		return "limit too large (max " + strconv.Itoa(parse.MaxLimit) + ")"
+	case v > vocab.MaxLimit:
+		return "limit too large (max " + strconv.Itoa(vocab.MaxLimit) + ")"
 	}
 	return ""
 }
@@ -218,7 +218,7 @@ func checkLimit(v int64) string {
 // command takes it: 1 to 64 printable ASCII characters once trimmed.
 func checkStableRef(ref string) string {
 	ref = strings.TrimSpace(ref)
-	if ref == "" || len(ref) > parse.MaxStableRef {
+	if ref == "" || len(ref) > vocab.MaxStableRef {
 		return "stable_ref must be 1 to 64 characters"
 	}
 	for i := 0; i < len(ref); i++ {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // A client that goes away while its call waits: the wait is withdrawn
@@ -61,7 +61,7 @@ func TestWithdrawAfterTheGrantRaced(t *testing.T) {
 	holder := ts.newSession()
 	h := ts.lock(holder, "k", 0)
 	s := openDirect(t, ts)
-	lock := parse.Request{Op: parse.OpLock, Key: []byte("k"), Timeout: 60}
+	lock := vocab.Request{Op: vocab.OpLock, Key: []byte("k"), Timeout: 60}
 	if r, done := ts.api.start(s, &engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: lock}); done || !r.Blocked {
 		t.Fatalf("lock of a held key: %+v, want parked", r)
 	}
@@ -90,10 +90,10 @@ func TestAbandonedEnqueue(t *testing.T) {
 	holder := ts.newSession()
 	h := ts.lock(holder, "k", 0)
 	s := openDirect(t, ts)
-	enq := parse.Request{Op: parse.OpEnqueue, Key: []byte("k")}
+	enq := vocab.Request{Op: vocab.OpEnqueue, Key: []byte("k")}
 	apply := func() engine.Result { return ts.api.do(s, &enq) }
 	res := apply()
-	if res.Status != parse.StatusQueued {
+	if res.Status != vocab.StatusQueued {
 		t.Fatalf("enqueue: %+v", res)
 	}
 	ts.api.abandon(s, &enq, &res)
@@ -102,7 +102,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 	}
 	// Queued again; the holder releases, so the slot is s's before the
 	// abandon looks: it is released.
-	if res = apply(); res.Status != parse.StatusQueued {
+	if res = apply(); res.Status != vocab.StatusQueued {
 		t.Fatalf("enqueue: %+v", res)
 	}
 	before, _ := ts.lockStat("k")
@@ -115,7 +115,7 @@ func TestAbandonedEnqueue(t *testing.T) {
 		t.Fatal("an abandoned enqueue's grant is still held")
 	}
 	// And an enqueue that acquired at once is released.
-	if res = apply(); res.Status != parse.StatusAcquired {
+	if res = apply(); res.Status != vocab.StatusAcquired {
 		t.Fatalf("enqueue of a free key: %+v", res)
 	}
 	ts.api.abandon(s, &enq, &res)

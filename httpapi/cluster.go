@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dflockd-ng/dflockd/cluster"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The HTTP API on a cluster member (spec §F.2, §G): its hub is a cluster
@@ -88,7 +89,7 @@ func (a *API) readIndex(w http.ResponseWriter, _ *http.Request) {
 		a.clusterError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, statusReply{Status: "ok"})
+	writeJSON(w, http.StatusOK, statusReply{Status: vocab.StatusOK.String()})
 }
 
 // clusterError answers a failed raft call.
@@ -157,7 +158,7 @@ func (a *API) addVoter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.cfg.Logf("httpapi: admin: added voter %s (raft %s, client %s) for %s", b.NodeID, b.RaftAddr, b.ClientAddr, r.RemoteAddr)
-	writeJSON(w, http.StatusOK, voterReply{Status: "ok", NodeID: b.NodeID})
+	writeJSON(w, http.StatusOK, voterReply{Status: vocab.StatusOK.String(), NodeID: b.NodeID})
 }
 
 // removeVoter is DELETE /v1/admin/voters/{id}.
@@ -175,7 +176,7 @@ func (a *API) removeVoter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.cfg.Logf("httpapi: admin: removed voter %s for %s", id, r.RemoteAddr)
-	writeJSON(w, http.StatusOK, voterReply{Status: "ok", NodeID: id})
+	writeJSON(w, http.StatusOK, voterReply{Status: vocab.StatusOK.String(), NodeID: id})
 }
 
 // checkNodeID: an id as --node-id and --cluster-peers write it.

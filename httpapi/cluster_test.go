@@ -17,9 +17,9 @@ import (
 
 	"github.com/dflockd-ng/dflockd/cluster"
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The HTTP API on cluster members, in process: raft over its in-memory
@@ -38,14 +38,14 @@ type member struct {
 // replica is the node as the hub sees it (cmd/dflockd's, with Cancel).
 type replica struct{ node *cluster.Node }
 
-func (r *replica) Submit(conn uint32, req *parse.Request) error { return r.node.Submit(conn, req) }
+func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.Submit(conn, req) }
 func (r *replica) Close(conn uint32)                            { r.node.Close(conn) }
 func (r *replica) Cancel(conn, tag uint32) error                { return r.node.Cancel(conn, tag) }
 func (r *replica) Engine() *engine.Engine                       { return r.node.Engine() }
 func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
 func (r *replica) Leading() bool                                { return r.node.Leading() }
 func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
-func (r *replica) ClusterStats() *parse.ClusterStats            { return r.node.ClusterStats() }
+func (r *replica) ClusterStats() *vocab.ClusterStats            { return r.node.ClusterStats() }
 
 // clientAddr is the (fake) client address of member id, for redirects.
 func clientAddr(id raft.ServerID) string { return "client-" + string(id) + ":6388" }
@@ -187,7 +187,7 @@ func TestClusterFollowersRedirect(t *testing.T) {
 			expect(t, p, f.send(req{method: "GET", path: p}), 200, "")
 		}
 		var st struct {
-			Cluster parse.ClusterStats `json:"cluster"`
+			Cluster vocab.ClusterStats `json:"cluster"`
 		}
 		f.send(req{method: "GET", path: "/v1/stats"}).decode(t, &st)
 		if st.Cluster.NodeID != string(f.id) || st.Cluster.Role != "follower" || st.Cluster.LeaderAddr != clientAddr(l.id) ||

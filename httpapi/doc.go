@@ -10,7 +10,7 @@
 // Hub.CloseEndpoint, which runs the disconnect cleanup of spec §D.4 (its
 // holds released, its waits cancelled). Lock calls name their session in
 // the X-Dflockd-Session header and become protocol requests
-// (parse.Request) run by Hub.Apply. A request that must wait parks in the
+// (vocab.Request) run by Hub.Apply. A request that must wait parks in the
 // engine; its one late result comes back through the session's
 // Endpoint.Post. If the client goes away first (its request's context
 // ends) or the session is closed meanwhile, the call withdraws the parked

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The rest of spec §F.2's error map: the engine's caps, fence
@@ -52,8 +52,8 @@ func TestLockOfAReadWriteLockKey(t *testing.T) {
 	ts := newServer(t, setup{})
 	other := ts.hub.OpenEndpoint(endpointSink{make(chan engine.Result, 1)})
 	r, _ := ts.hub.Call(&engine.Command{Kind: engine.KindRequest, Session: other,
-		Req: parse.Request{Op: parse.OpReadLock, Key: []byte("rw"), Timeout: 0}})
-	if r.Status != parse.StatusOK {
+		Req: vocab.Request{Op: vocab.OpReadLock, Key: []byte("rw"), Timeout: 0}})
+	if r.Status != vocab.StatusOK {
 		t.Fatalf("read lock: %+v", r)
 	}
 	sid := ts.newSession()
@@ -158,10 +158,10 @@ func TestProbesAndStats(t *testing.T) {
 	}
 	var st struct {
 		Connections    int              `json:"connections"`
-		Locks          []parse.LockStat `json:"locks"`
-		Semaphores     []parse.SemStat  `json:"semaphores"`
-		IdleLocks      []parse.IdleStat `json:"idle_locks"`
-		IdleSemaphores []parse.IdleStat `json:"idle_semaphores"`
+		Locks          []vocab.LockStat `json:"locks"`
+		Semaphores     []vocab.SemStat  `json:"semaphores"`
+		IdleLocks      []vocab.IdleStat `json:"idle_locks"`
+		IdleSemaphores []vocab.IdleStat `json:"idle_semaphores"`
 	}
 	r.decode(t, &st)
 	if st.Connections != 2 {
@@ -170,7 +170,7 @@ func TestProbesAndStats(t *testing.T) {
 	if len(st.Locks) != 1 || st.Locks[0].Key != "held" || st.Locks[0].Waiters != 1 || st.Locks[0].OwnerConnID == 0 {
 		t.Errorf("locks %+v, want held with its owner and 1 waiter", st.Locks)
 	}
-	if len(st.Semaphores) != 1 || st.Semaphores[0] != (parse.SemStat{Key: "pool", Limit: 3, Holders: 1}) {
+	if len(st.Semaphores) != 1 || st.Semaphores[0] != (vocab.SemStat{Key: "pool", Limit: 3, Holders: 1}) {
 		t.Errorf("semaphores %+v", st.Semaphores)
 	}
 	if len(st.IdleLocks) != 1 || st.IdleLocks[0].Key != "idle" || st.IdleSemaphores == nil {

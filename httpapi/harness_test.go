@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The test servers: a real engine and hub in process, the API on a
@@ -262,13 +262,13 @@ func (ts *testServer) release(sid, key, token string) {
 
 // lockStat is the engine's view of key: its holder's connection and its
 // waiters; ok is false if the key is not busy.
-func (ts *testServer) lockStat(key string) (st parse.LockStat, ok bool) {
+func (ts *testServer) lockStat(key string) (st vocab.LockStat, ok bool) {
 	for _, l := range ts.hub.Engine().LockStats(ts.hub.Clock().Now(), 0).Locks {
 		if l.Key == key {
 			return l, true
 		}
 	}
-	return parse.LockStat{}, false
+	return vocab.LockStat{}, false
 }
 
 // eventually polls cond until it holds or a deadline passes. The

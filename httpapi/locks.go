@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // ending says how a lock call ended.
@@ -20,7 +20,7 @@ const (
 // lockCall serves the lock and semaphore routes: op is the protocol
 // request the route makes. Checks come in dflockd's order: key, session,
 // body; then a drain refuses the call.
-func (a *API) lockCall(w http.ResponseWriter, r *http.Request, op parse.Op) {
+func (a *API) lockCall(w http.ResponseWriter, r *http.Request, op vocab.Op) {
 	key := r.PathValue("key")
 	if msg := checkKey(key); msg != "" {
 		writeError(w, http.StatusBadRequest, codeBadRequest, msg)
@@ -58,7 +58,7 @@ func (a *API) lockCall(w http.ResponseWriter, r *http.Request, op parse.Op) {
 // It returns what the engine answered and how the call ended; a call that
 // did not end as answered has withdrawn, or released, whatever the engine
 // gave it.
-func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (engine.Result, ending) {
+func (a *API) call(ctx context.Context, s *httpSession, req *vocab.Request) (engine.Result, ending) {
 	select {
 	case s.turn <- struct{}{}:
 	case <-s.gone:
@@ -75,7 +75,7 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 	if a.draining() {
 		// A drain began while this call waited for its turn: refused,
 		// as a request read after the drain began is on TCP.
-		return engine.Result{Status: parse.StatusErrorDraining}, answered
+		return engine.Result{Status: vocab.StatusErrorDraining}, answered
 	}
 	res, done := a.start(s, &engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
 	if !done {
@@ -85,7 +85,7 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 		}
 	}
 	switch {
-	case res.Status == parse.StatusErrorNotLeader:
+	case res.Status == vocab.StatusErrorNotLeader:
 		return res, answered // a cluster member that does not lead, or was deposed
 	case s.closing():
 		// Answered, but the session is closing (DELETE, expiry,
@@ -107,14 +107,14 @@ func (a *API) call(ctx context.Context, s *httpSession, req *parse.Request) (eng
 // node, through the log on a member) and takes what comes. If the request
 // was answered first, its answer is taken and what it granted given back
 // (abandon), since nobody will see its token.
-func (a *API) withdraw(s *httpSession, req *parse.Request, end ending) (engine.Result, ending) {
+func (a *API) withdraw(s *httpSession, req *vocab.Request, end ending) (engine.Result, ending) {
 	q := s.replies
 	c, done := a.start(s, &engine.Command{Kind: engine.KindCancel, Session: s.conn})
 	if !done {
 		c = q.wait()
 	}
 	switch {
-	case c.Status == parse.StatusErrorNotLeader && !done:
+	case c.Status == vocab.StatusErrorNotLeader && !done:
 		// A demotion voided everything owed: nothing more comes.
 	case c.Kind == engine.KindInt && c.Int == 1:
 		// Withdrawn: its answer will never come.
@@ -140,28 +140,28 @@ func (a *API) withdraw(s *httpSession, req *parse.Request, end ending) (engine.R
 // released; a two-phase enqueue that queued is ended with a zero-timeout
 // wait (and released if the slot came through meanwhile), so it does not
 // hold up the queue until the session closes.
-func (a *API) abandon(s *httpSession, req *parse.Request, res *engine.Result) {
+func (a *API) abandon(s *httpSession, req *vocab.Request, res *engine.Result) {
 	switch {
-	case res.Kind == engine.KindGrant && (res.Status == parse.StatusOK || res.Status == parse.StatusAcquired):
+	case res.Kind == engine.KindGrant && (res.Status == vocab.StatusOK || res.Status == vocab.StatusAcquired):
 		a.release(s, req, res)
-	case res.Status == parse.StatusQueued:
-		w := parse.Request{Op: parse.OpWait, Key: req.Key}
+	case res.Status == vocab.StatusQueued:
+		w := vocab.Request{Op: vocab.OpWait, Key: req.Key}
 		if req.Op.Semaphore() {
-			w.Op = parse.OpSemWait
+			w.Op = vocab.OpSemWait
 		}
-		if got := a.do(s, &w); got.Kind == engine.KindGrant && got.Status == parse.StatusOK {
+		if got := a.do(s, &w); got.Kind == engine.KindGrant && got.Status == vocab.StatusOK {
 			a.release(s, req, &got)
 		}
 	}
 }
 
 // release gives back the grant res of a request like req.
-func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
-	rel := parse.Request{Op: parse.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
+func (a *API) release(s *httpSession, req *vocab.Request, res *engine.Result) {
+	rel := vocab.Request{Op: vocab.OpRelease, Key: req.Key, Token: res.Token.Append(nil)}
 	if req.Op.Semaphore() {
-		rel.Op = parse.OpSemRelease
+		rel.Op = vocab.OpSemRelease
 	}
-	if got := a.do(s, &rel); got.Status != parse.StatusOK {
+	if got := a.do(s, &rel); got.Status != vocab.StatusOK {
 		// Its lease ends it anyway (in a cluster, or the next leader's
 		// promotion, which ends this member's connections, keeps it
 		// until then); say so, it should not happen.
@@ -170,32 +170,29 @@ func (a *API) release(s *httpSession, req *parse.Request, res *engine.Result) {
 }
 
 // reply writes the answer to a call of op that the engine answered.
-func (a *API) reply(w http.ResponseWriter, op parse.Op, res *engine.Result) {
+func (a *API) reply(w http.ResponseWriter, op vocab.Op, res *engine.Result) {
 	switch res.Status {
-	case parse.StatusErrorNotLeader:
+	case vocab.StatusErrorNotLeader:
 		a.writeNotLeader(w) // a cluster member deposed while the call waited
 		return
-	case parse.StatusOK:
+	case vocab.StatusOK:
 		switch op {
-		case parse.OpRelease, parse.OpSemRelease:
+		case vocab.OpRelease, vocab.OpSemRelease:
 			w.WriteHeader(http.StatusNoContent)
 			return
-		case parse.OpRenew, parse.OpSemRenew:
+		case vocab.OpRenew, vocab.OpSemRenew:
 			writeJSON(w, http.StatusOK, renewReply{RemainingS: res.Lease})
 			return
 		}
 		if res.Kind == engine.KindGrant {
-			writeJSON(w, http.StatusOK, grantReply{Status: "ok", Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
+			writeJSON(w, http.StatusOK, grantReply{Status: res.Status.String(), Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
 			return
 		}
-	case parse.StatusAcquired:
-		writeJSON(w, http.StatusOK, grantReply{Status: "acquired", Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
+	case vocab.StatusAcquired: // the JSON's status is the line protocol's word
+		writeJSON(w, http.StatusOK, grantReply{Status: res.Status.String(), Token: string(res.Token.Append(nil)), LeaseTTLS: res.Lease})
 		return
-	case parse.StatusQueued:
-		writeJSON(w, http.StatusOK, grantReply{Status: "queued"})
-		return
-	case parse.StatusTimeout:
-		writeJSON(w, http.StatusOK, grantReply{Status: "timeout"})
+	case vocab.StatusQueued, vocab.StatusTimeout:
+		writeJSON(w, http.StatusOK, grantReply{Status: res.Status.String()})
 		return
 	}
 	status, code := a.errorFor(op, res.Status)

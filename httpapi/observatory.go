@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The lock observatory's JSON (GET /v1/keys, /v1/keys/{key},
@@ -321,12 +321,12 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	key, q := r.PathValue("key"), r.URL.Query()
 	c := engine.Command{Kind: engine.KindForceRelease}
-	c.Req.Op = parse.OpRelease
+	c.Req.Op = vocab.OpRelease
 	msg := checkKey(key)
 	switch q.Get("kind") {
 	case "", "lock":
 	case "semaphore":
-		c.Req.Op = parse.OpSemRelease
+		c.Req.Op = vocab.OpSemRelease
 	default:
 		msg = firstOf(msg, "kind must be lock or semaphore")
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // An HTTP session runs its calls through the hub's Call, the same on a
@@ -36,7 +36,7 @@ func (q *replies) post(r engine.Result) {
 		q.mu.Unlock()
 		return
 	}
-	if r.Status == parse.StatusErrorNotLeader {
+	if r.Status == vocab.StatusErrorNotLeader {
 		q.owed = 0 // the engine never answers that: a demotion
 	} else {
 		q.owed--
@@ -67,7 +67,7 @@ func (q *replies) unexpect() {
 		q.owed--
 		return
 	}
-	if n := len(q.got); n > 0 && q.got[n-1].Status == parse.StatusErrorNotLeader {
+	if n := len(q.got); n > 0 && q.got[n-1].Status == vocab.StatusErrorNotLeader {
 		q.got = q.got[:n-1]
 	}
 }
@@ -120,7 +120,7 @@ func (q *replies) arrived() int {
 }
 
 // do runs req for s and waits for its answer, whoever is waiting.
-func (a *API) do(s *httpSession, req *parse.Request) engine.Result {
+func (a *API) do(s *httpSession, req *vocab.Request) engine.Result {
 	res, done := a.start(s, &engine.Command{Kind: engine.KindRequest, Session: s.conn, Req: *req})
 	if done {
 		return res

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The error codes of spec §F.2, the "error" field of every error body.
@@ -44,11 +44,11 @@ const (
 
 // errorFor maps an engine status that is not a success of op to its HTTP
 // status and error code.
-func (a *API) errorFor(op parse.Op, st parse.Status) (int, string) {
+func (a *API) errorFor(op vocab.Op, st vocab.Status) (int, string) {
 	switch st {
-	case parse.StatusError:
+	case vocab.StatusError:
 		switch op {
-		case parse.OpRelease, parse.OpSemRelease, parse.OpRenew, parse.OpSemRenew:
+		case vocab.OpRelease, vocab.OpSemRelease, vocab.OpRenew, vocab.OpSemRenew:
 			// Unknown key, wrong token, or a lease that ran out.
 			return http.StatusNotFound, codeNotHeld
 		}
@@ -59,21 +59,21 @@ func (a *API) errorFor(op parse.Op, st parse.Status) (int, string) {
 			return http.StatusServiceUnavailable, codeDraining
 		}
 		return http.StatusServiceUnavailable, codeFencePersistence
-	case parse.StatusErrorMaxLocks:
+	case vocab.StatusErrorMaxLocks:
 		return http.StatusServiceUnavailable, codeMaxLocks
-	case parse.StatusErrorMaxWaiters:
+	case vocab.StatusErrorMaxWaiters:
 		return http.StatusServiceUnavailable, codeMaxWaiters
-	case parse.StatusErrorLimitMismatch:
+	case vocab.StatusErrorLimitMismatch:
 		return http.StatusConflict, codeLimitMismatch
-	case parse.StatusErrorAlreadyEnqueued:
+	case vocab.StatusErrorAlreadyEnqueued:
 		return http.StatusConflict, codeAlreadyEnqueued
-	case parse.StatusErrorNotEnqueued:
+	case vocab.StatusErrorNotEnqueued:
 		return http.StatusConflict, codeNotEnqueued
-	case parse.StatusErrorLeaseExpired:
+	case vocab.StatusErrorLeaseExpired:
 		return http.StatusConflict, codeLeaseExpired
-	case parse.StatusErrorDraining:
+	case vocab.StatusErrorDraining:
 		return http.StatusServiceUnavailable, codeDraining
-	case parse.StatusErrorTypeMismatch:
+	case vocab.StatusErrorTypeMismatch:
 		return http.StatusConflict, codeTypeMismatch
 	}
 	return http.StatusInternalServerError, codeInternal

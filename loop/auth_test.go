@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Over real sockets: wrong tokens sent in parallel from one address are
@@ -28,7 +28,7 @@ func TestAuthGateParallelGuessesOverTheWire(t *testing.T) {
 	const guesses = 30
 	counts := func() (asked, refused uint64) {
 		c := ts.srv.Hub().Counts()
-		return c.Requests[parse.OpAuth], c.Replies[parse.StatusErrorAuth]
+		return c.Requests[vocab.OpAuth], c.Replies[vocab.StatusErrorAuth]
 	}
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/internal/conncap"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func TestMaxConnectionsClosesSilently(t *testing.T) {
@@ -82,7 +82,7 @@ func waitersOnServer(t *testing.T, ts *testServer, k string) int {
 // normally through a drain), and the server stops when it leaves. The
 // per-IP cap closes a client's extra connections silently.
 func TestDrainClosesListenerAndPerIPCap(t *testing.T) {
-	ts, err := startServer(Config{ShutdownTimeout: 10 * time.Second, Profile: parse.ProfileV1,
+	ts, err := startServer(Config{ShutdownTimeout: 10 * time.Second, Profile: vocab.ProfileV1,
 		Limiter: &conncap.Limiter{PerIP: 2}}, engine.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // A profile is a server and the reply shapes that differ between the v2
@@ -61,7 +62,7 @@ func stat(t *testing.T, ts *testServer, arr, k, field string) float64 {
 	// The engine's whole state, in the rf document's shape: the v2 stats
 	// reply shows locks and semaphores only.
 	var doc map[string]any
-	if err := json.Unmarshal(parse.AppendStats(nil, ts.eng.Stats(ts.srv.clock.Now(), 0), parse.ProfileRF), &doc); err != nil {
+	if err := json.Unmarshal(parse.AppendStats(nil, ts.eng.Stats(ts.srv.clock.Now(), 0), vocab.ProfileRF), &doc); err != nil {
 		t.Fatal(err)
 	}
 	arrv, _ := doc[arr].([]any)

@@ -17,9 +17,9 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/internal/quietrelease"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Config tunes a Server. The zero value of each field means its default.
@@ -58,7 +58,7 @@ type Config struct {
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	AuthToken    string
-	Profile      parse.Profile
+	Profile      vocab.Profile
 	GodistlockID string
 	Version      string
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // One server per configuration for the whole package: gnet's Stop polls
@@ -102,8 +102,8 @@ func TestMain(m *testing.M) {
 	}
 	// rf's GC also evicts holders whose lease ran out (spec §I.2 O3); an
 	// hour-long period keeps it from racing the tests that renew one.
-	rfsrv, err = startServer(Config{Profile: parse.ProfileRF, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
-		GCInterval: time.Hour}, engine.Config{Profile: parse.ProfileRF, MaxLocks: -1})
+	rfsrv, err = startServer(Config{Profile: vocab.ProfileRF, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
+		GCInterval: time.Hour}, engine.Config{Profile: vocab.ProfileRF, MaxLocks: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -270,9 +270,9 @@ func (c *client) closed() {
 }
 
 // wireProfile is the rf profile if rf, else v2.
-func wireProfile(rf bool) parse.Profile {
+func wireProfile(rf bool) vocab.Profile {
 	if rf {
-		return parse.ProfileRF
+		return vocab.ProfileRF
 	}
-	return parse.ProfileV2
+	return vocab.ProfileV2
 }

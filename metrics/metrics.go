@@ -24,8 +24,8 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Sources are what a scrape reads. Engine, Fences, Transports, Ready and
@@ -166,17 +166,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	counts := src.Hub.Counts()
-	for op := range parse.NumOps {
+	for op := range vocab.NumOps {
 		if n := counts.Requests[op]; n > 0 {
-			name := parse.Op(op).String()
-			if parse.Op(op) == parse.OpUnknown {
+			name := vocab.Op(op).String()
+			if vocab.Op(op) == vocab.OpUnknown {
 				name = "unknown"
 			}
 			counter("dflockd_requests_total", n, name)
 		}
 	}
-	for st := range parse.NumStatuses {
-		name := parse.Status(st).String()
+	for st := range vocab.NumStatuses {
+		name := vocab.Status(st).String()
 		if n := counts.Replies[st]; n > 0 && strings.HasPrefix(name, "error") {
 			counter("dflockd_errors_total", n, name)
 		}

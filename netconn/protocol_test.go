@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The dflockd protocol over TLS: the same sessions as over gnet, so these
@@ -178,7 +178,7 @@ func TestTLSGodistlock(t *testing.T) {
 // is granted, the reply is written, and only then is the close noticed
 // (session/v1.go). Under v2 the half-close cancels it.
 func TestHalfCloseWhileWaiting(t *testing.T) {
-	for _, p := range []parse.Profile{parse.ProfileV1, parse.ProfileV2} {
+	for _, p := range []vocab.Profile{vocab.ProfileV1, vocab.ProfileV2} {
 		h := start(t, options{sess: session.Config{Profile: p}})
 		a, b := h.dial(t), h.dial(t)
 		tok := a.grant("l", "k", "0 30")
@@ -187,7 +187,7 @@ func TestHalfCloseWhileWaiting(t *testing.T) {
 		if err := b.c.(*tls.Conn).CloseWrite(); err != nil {
 			t.Fatal(err)
 		}
-		if p == parse.ProfileV2 {
+		if p == vocab.ProfileV2 {
 			waitFor(t, "the wait to be cancelled", func() bool { return h.waiters("k") == 0 })
 			b.closed()
 			continue
@@ -215,12 +215,12 @@ func TestCounts(t *testing.T) {
 	b.c.Close()
 	waitFor(t, "b to end", func() bool { return h.hub.Connections() == 1 })
 	got := h.hub.Counts()
-	if got.Requests[parse.OpPing] != 4 || got.Replies[parse.StatusError] != 1 {
-		t.Fatalf("counted %d pings and %d errors, want 4 and 1", got.Requests[parse.OpPing], got.Replies[parse.StatusError])
+	if got.Requests[vocab.OpPing] != 4 || got.Replies[vocab.StatusError] != 1 {
+		t.Fatalf("counted %d pings and %d errors, want 4 and 1", got.Requests[vocab.OpPing], got.Replies[vocab.StatusError])
 	}
 	h.shutdown(time.Millisecond) // closes a
-	if got := h.hub.Counts(); got.Requests[parse.OpPing] != 4 {
-		t.Fatalf("after Shutdown the hub counts %d pings, want 4", got.Requests[parse.OpPing])
+	if got := h.hub.Counts(); got.Requests[vocab.OpPing] != 4 {
+		t.Fatalf("after Shutdown the hub counts %d pings, want 4", got.Requests[vocab.OpPing])
 	}
 }
 

@@ -2,7 +2,11 @@
 
 package parse
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/dflockd-ng/dflockd/vocab"
+)
 
 // The hot path allocates nothing: frames and requests alias the read
 // buffer, and replies are appended into a reused output buffer.
@@ -24,7 +28,7 @@ func TestAllocsNextParse(t *testing.T) {
 		"listen\na.*\n group \n",
 	} {
 		buf := []byte(in)
-		var req Request
+		var req vocab.Request
 		allocs := testing.AllocsPerRun(1000, func() {
 			f, _, err := Next(buf)
 			if err != nil {
@@ -43,9 +47,9 @@ func TestAllocsAppend(t *testing.T) {
 	out := make([]byte, 0, 256)
 	tok := []byte("00000000000000010123456789abcdef")
 	allocs := testing.AllocsPerRun(1000, func() {
-		out = AppendGrant(out[:0], StatusOK, tok, 30, 0, false)
-		out = AppendGrant(out, StatusAcquired, tok, 30, 1<<40, true)
-		out = AppendStatus(out, StatusErrorLeaseExpired)
+		out = AppendGrant(out[:0], vocab.StatusOK, tok, 30, 0, false)
+		out = AppendGrant(out, vocab.StatusAcquired, tok, 30, 1<<40, true)
+		out = AppendStatus(out, vocab.StatusErrorLeaseExpired)
 		out = AppendRenew(out, 30, 7, true)
 		out = AppendOKText(out, tok)
 	})

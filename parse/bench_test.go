@@ -3,6 +3,8 @@ package parse
 import (
 	"fmt"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 const benchToken = "00000000000000010123456789abcdef"
@@ -56,7 +58,7 @@ func BenchmarkAppendGrant(b *testing.B) {
 	tok := []byte(benchToken)
 	b.ReportAllocs()
 	for b.Loop() {
-		out = AppendGrant(out[:0], StatusOK, tok, 30, 0, false)
+		out = AppendGrant(out[:0], vocab.StatusOK, tok, 30, 0, false)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // FuzzNext checks the framing invariants on arbitrary input and compares
@@ -137,7 +139,7 @@ func FuzzParse(f *testing.F) {
 		if err != rerr {
 			t.Fatalf("Parse(%q, %q, %.60q) error %v, reference %v", cmd, key, arg, err, rerr)
 		}
-		if r.Op != lookupOp(cmd) {
+		if r.Op != vocab.Named(cmd) {
 			t.Fatalf("Op = %v for command %q", r.Op, cmd)
 		}
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // This file is the wire format of the godistlock client protocol, served on
@@ -60,7 +62,7 @@ const (
 	MaxGodistlockLine = 1024
 	// MaxGodistlockLeaseMs is dflockd's longest lease (MaxSeconds) in
 	// milliseconds, so a deadline never overflows the clock.
-	MaxGodistlockLeaseMs = MaxSeconds * 1000
+	MaxGodistlockLeaseMs = vocab.MaxSeconds * 1000
 )
 
 // GodistlockRequest is a parsed godistlock line. Byte slices alias the

@@ -2,25 +2,14 @@ package parse
 
 import (
 	"unicode/utf8"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
-// PushKind is the kind of an asynchronous line the server sends a
-// subscriber (spec §A.1): its first word, which no reply status uses, lets
-// clients tell pushes from replies.
-type PushKind uint8
-
-const (
-	PushNone   PushKind = iota
-	PushSignal          // "sig <channel> <payload>" (§B.9)
-	PushWatch           // "watch <event> <key>" (§B.10)
-	PushLeader          // "leader <event> <name>" (§B.12)
-	numPushKinds
-)
-
-var pushWords = [numPushKinds]string{PushSignal: "sig ", PushWatch: "watch ", PushLeader: "leader "}
+var pushWords = [vocab.NumPushKinds]string{vocab.PushSignal: "sig ", vocab.PushWatch: "watch ", vocab.PushLeader: "leader "}
 
 // AppendPush appends the push line "<word> <a> <b>\n".
-func AppendPush(dst []byte, k PushKind, a, b string) []byte {
+func AppendPush(dst []byte, k vocab.PushKind, a, b string) []byte {
 	dst = append(dst, pushWords[k]...)
 	dst = append(dst, a...)
 	dst = append(dst, ' ')
@@ -29,13 +18,13 @@ func AppendPush(dst []byte, k PushKind, a, b string) []byte {
 }
 
 // PushLen is the length of the line AppendPush appends.
-func PushLen(k PushKind, a, b string) int { return len(pushWords[k]) + len(a) + 1 + len(b) + 1 }
+func PushLen(k vocab.PushKind, a, b string) int { return len(pushWords[k]) + len(a) + 1 + len(b) + 1 }
 
 // AppendOKList appends "ok <JSON array of items>\n", the lrange reply. The
 // JSON is byte for byte what Go's encoding/json makes of a []string, as
 // dflockd sends it (spec §B.7): HTML-escaped, invalid UTF-8 as U+FFFD.
 func AppendOKList(dst []byte, items []string) []byte {
-	dst = append(dst, "ok ["...)
+	dst = append(appendWord(dst, vocab.StatusOK), '[')
 	for i, s := range items {
 		if i > 0 {
 			dst = append(dst, ',')

@@ -3,17 +3,19 @@ package parse
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 func TestAppendPush(t *testing.T) {
 	for _, c := range []struct {
-		k    PushKind
+		k    vocab.PushKind
 		a, b string
 		want string
 	}{
-		{PushSignal, "ch.1", "hello world", "sig ch.1 hello world\n"},
-		{PushWatch, "acquire", "k", "watch acquire k\n"},
-		{PushLeader, "elected", "svc", "leader elected svc\n"},
+		{vocab.PushSignal, "ch.1", "hello world", "sig ch.1 hello world\n"},
+		{vocab.PushWatch, "acquire", "k", "watch acquire k\n"},
+		{vocab.PushLeader, "elected", "svc", "leader elected svc\n"},
 	} {
 		got := string(AppendPush([]byte("x"), c.k, c.a, c.b))
 		if got != "x"+c.want || PushLen(c.k, c.a, c.b) != len(c.want) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // This file holds deliberately naive reference implementations of the wire
@@ -53,53 +55,53 @@ func refNextSlack(b []byte, slack int) (Frame, int, error) {
 	return Frame{Cmd: lines[0], Key: lines[1], Arg: lines[2]}, pos, nil
 }
 
-var refOps = map[string]Op{
-	"l": OpLock, "r": OpRelease, "n": OpRenew, "e": OpEnqueue, "w": OpWait,
-	"sl": OpSemLock, "sr": OpSemRelease, "sn": OpSemRenew, "se": OpSemEnqueue, "sw": OpSemWait,
-	"auth": OpAuth, "ping": OpPing, "stats": OpStats, "barrier": OpBarrier, "stable-ref": OpStableRef,
+var refOps = map[string]vocab.Op{
+	"l": vocab.OpLock, "r": vocab.OpRelease, "n": vocab.OpRenew, "e": vocab.OpEnqueue, "w": vocab.OpWait,
+	"sl": vocab.OpSemLock, "sr": vocab.OpSemRelease, "sn": vocab.OpSemRenew, "se": vocab.OpSemEnqueue, "sw": vocab.OpSemWait,
+	"auth": vocab.OpAuth, "ping": vocab.OpPing, "stats": vocab.OpStats, "barrier": vocab.OpBarrier, "stable-ref": vocab.OpStableRef,
 	// redis-feats primitives (§B.4–B.12)
-	"rl": OpReadLock, "wl": OpWriteLock, "rr": OpReadRelease, "wr": OpWriteRelease,
-	"rn": OpReadRenew, "wn": OpWriteRenew, "re": OpReadEnqueue, "we": OpWriteEnqueue,
-	"rw": OpReadWait, "ww": OpWriteWait,
-	"incr": OpIncr, "decr": OpDecr, "get": OpGet, "cset": OpCSet,
-	"kset": OpKSet, "kget": OpKGet, "kdel": OpKDel, "kcas": OpKCAS,
-	"lpush": OpLPush, "rpush": OpRPush, "lpop": OpLPop, "rpop": OpRPop, "llen": OpLLen,
-	"lrange": OpLRange, "blpop": OpBLPop, "brpop": OpBRPop,
-	"listen": OpListen, "unlisten": OpUnlisten, "signal": OpSignal, "watch": OpWatch, "unwatch": OpUnwatch,
-	"bwait": OpBWait, "elect": OpElect, "resign": OpResign, "observe": OpObserve, "unobserve": OpUnobserve,
+	"rl": vocab.OpReadLock, "wl": vocab.OpWriteLock, "rr": vocab.OpReadRelease, "wr": vocab.OpWriteRelease,
+	"rn": vocab.OpReadRenew, "wn": vocab.OpWriteRenew, "re": vocab.OpReadEnqueue, "we": vocab.OpWriteEnqueue,
+	"rw": vocab.OpReadWait, "ww": vocab.OpWriteWait,
+	"incr": vocab.OpIncr, "decr": vocab.OpDecr, "get": vocab.OpGet, "cset": vocab.OpCSet,
+	"kset": vocab.OpKSet, "kget": vocab.OpKGet, "kdel": vocab.OpKDel, "kcas": vocab.OpKCAS,
+	"lpush": vocab.OpLPush, "rpush": vocab.OpRPush, "lpop": vocab.OpLPop, "rpop": vocab.OpRPop, "llen": vocab.OpLLen,
+	"lrange": vocab.OpLRange, "blpop": vocab.OpBLPop, "brpop": vocab.OpBRPop,
+	"listen": vocab.OpListen, "unlisten": vocab.OpUnlisten, "signal": vocab.OpSignal, "watch": vocab.OpWatch, "unwatch": vocab.OpUnwatch,
+	"bwait": vocab.OpBWait, "elect": vocab.OpElect, "resign": vocab.OpResign, "observe": vocab.OpObserve, "unobserve": vocab.OpUnobserve,
 }
 
 // refShape maps the rf commands whose argument grammar is borrowed from a
 // lock command to that command (§B.4: rl/wl like l …; §B.7: blpop like w;
 // §B.12: elect like l, resign like r).
-var refShape = map[Op]Op{
-	OpReadLock: OpLock, OpWriteLock: OpLock, OpElect: OpLock,
-	OpReadRelease: OpRelease, OpWriteRelease: OpRelease, OpResign: OpRelease,
-	OpReadRenew: OpRenew, OpWriteRenew: OpRenew,
-	OpReadEnqueue: OpEnqueue, OpWriteEnqueue: OpEnqueue,
-	OpReadWait: OpWait, OpWriteWait: OpWait, OpBLPop: OpWait, OpBRPop: OpWait,
+var refShape = map[vocab.Op]vocab.Op{
+	vocab.OpReadLock: vocab.OpLock, vocab.OpWriteLock: vocab.OpLock, vocab.OpElect: vocab.OpLock,
+	vocab.OpReadRelease: vocab.OpRelease, vocab.OpWriteRelease: vocab.OpRelease, vocab.OpResign: vocab.OpRelease,
+	vocab.OpReadRenew: vocab.OpRenew, vocab.OpWriteRenew: vocab.OpRenew,
+	vocab.OpReadEnqueue: vocab.OpEnqueue, vocab.OpWriteEnqueue: vocab.OpEnqueue,
+	vocab.OpReadWait: vocab.OpWait, vocab.OpWriteWait: vocab.OpWait, vocab.OpBLPop: vocab.OpWait, vocab.OpBRPop: vocab.OpWait,
 }
 
 // refArgs gives the field-count range of each numeric grammar.
-var refArgs = map[Op][2]int{
-	OpLock: {1, 2}, OpRenew: {1, 2}, OpSemRenew: {1, 2}, OpEnqueue: {0, 1},
-	OpWait: {1, 1}, OpSemWait: {1, 1}, OpSemLock: {2, 3}, OpSemEnqueue: {1, 2},
+var refArgs = map[vocab.Op][2]int{
+	vocab.OpLock: {1, 2}, vocab.OpRenew: {1, 2}, vocab.OpSemRenew: {1, 2}, vocab.OpEnqueue: {0, 1},
+	vocab.OpWait: {1, 1}, vocab.OpSemWait: {1, 1}, vocab.OpSemLock: {2, 3}, vocab.OpSemEnqueue: {1, 2},
 }
 
 // refParse is Parse written from the spec (§A.3, §A.5, §B.1, §B.2, §B.4–B.13).
-func refParse(cmd, key, arg []byte) (Request, error) {
+func refParse(cmd, key, arg []byte) (vocab.Request, error) {
 	op, ok := refOps[string(cmd)]
 	if !ok {
-		return Request{}, ErrUnknownCommand
+		return vocab.Request{}, ErrUnknownCommand
 	}
-	r := Request{Op: op}
+	r := vocab.Request{Op: op}
 	switch op {
-	case OpPing, OpStats, OpBarrier:
+	case vocab.OpPing, vocab.OpStats, vocab.OpBarrier:
 		return r, nil
-	case OpAuth:
+	case vocab.OpAuth:
 		r.Token = []byte(strings.TrimSpace(string(arg)))
 		return r, nil
-	case OpStableRef:
+	case vocab.OpStableRef:
 		ref := strings.TrimSpace(string(key))
 		if len(ref) < 1 || len(ref) > 64 {
 			return r, ErrArgCount
@@ -123,7 +125,7 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 	if sh, ok := refShape[op]; ok {
 		shape = sh
 	}
-	if shape == OpRelease || op == OpSemRelease {
+	if shape == vocab.OpRelease || op == vocab.OpSemRelease {
 		tok := strings.TrimSpace(string(arg))
 		if tok == "" {
 			return r, ErrEmptyToken
@@ -174,24 +176,24 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 	}
 	var err error
 	switch shape {
-	case OpLock:
+	case vocab.OpLock:
 		if err = timeout(fs[0]); err == nil {
 			err = lease(1)
 		}
-	case OpRenew, OpSemRenew:
+	case vocab.OpRenew, vocab.OpSemRenew:
 		r.Token = []byte(fs[0])
 		err = lease(1)
-	case OpEnqueue:
+	case vocab.OpEnqueue:
 		err = lease(0)
-	case OpWait, OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		err = timeout(fs[0])
-	case OpSemLock:
+	case vocab.OpSemLock:
 		if err = timeout(fs[0]); err == nil {
 			if err = limit(fs[1]); err == nil {
 				err = lease(2)
 			}
 		}
-	case OpSemEnqueue:
+	case vocab.OpSemEnqueue:
 		if err = limit(fs[0]); err == nil {
 			err = lease(1)
 		}
@@ -203,7 +205,7 @@ func refParse(cmd, key, arg []byte) (Request, error) {
 
 // refParseRF parses the rf commands with a grammar of their own; done is
 // false for those that borrow a lock command's grammar (refShape).
-func refParseRF(r *Request, key, arg string) (done bool, err error) {
+func refParseRF(r *vocab.Request, key, arg string) (done bool, err error) {
 	const maxSecs = 9223372036
 	integer := func(s string) (int64, error) {
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -223,12 +225,12 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 		return nil
 	}
 	switch r.Op {
-	case OpIncr, OpDecr, OpCSet: // §B.5: one int64, trimmed
+	case vocab.OpIncr, vocab.OpDecr, vocab.OpCSet: // §B.5: one int64, trimmed
 		r.N, err = integer(strings.TrimSpace(arg))
 		return true, err
-	case OpGet, OpKGet, OpKDel, OpLPop, OpRPop, OpLLen, OpWatch, OpUnwatch, OpObserve, OpUnobserve:
+	case vocab.OpGet, vocab.OpKGet, vocab.OpKDel, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpWatch, vocab.OpUnwatch, vocab.OpObserve, vocab.OpUnobserve:
 		return true, nil // the argument line is ignored
-	case OpKSet: // §B.6: "<value>" or "<value>\t<ttl>"
+	case vocab.OpKSet: // §B.6: "<value>" or "<value>\t<ttl>"
 		if arg == "" {
 			return true, ErrArgCount
 		}
@@ -242,7 +244,7 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 		}
 		r.Value = []byte(value)
 		return true, ttl(rest)
-	case OpKCAS: // §B.6: "<old>\t<new>\t<ttl>", exactly two TABs
+	case vocab.OpKCAS: // §B.6: "<old>\t<new>\t<ttl>", exactly two TABs
 		parts := strings.Split(arg, "\t")
 		if len(parts) != 3 || parts[1] == "" {
 			return true, ErrArgCount
@@ -252,13 +254,13 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 			return true, nil
 		}
 		return true, ttl(parts[2])
-	case OpLPush, OpRPush: // §B.7: raw, non-empty
+	case vocab.OpLPush, vocab.OpRPush: // §B.7: raw, non-empty
 		if arg == "" {
 			return true, ErrArgCount
 		}
 		r.Value = []byte(arg)
 		return true, nil
-	case OpLRange: // §B.7: "<start> <stop>"
+	case vocab.OpLRange: // §B.7: "<start> <stop>"
 		fs := strings.Fields(arg)
 		if len(fs) != 2 {
 			return true, ErrArgCount
@@ -268,10 +270,10 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 		}
 		r.M, err = integer(fs[1])
 		return true, err
-	case OpListen, OpUnlisten: // §B.9: optional group, trimmed
+	case vocab.OpListen, vocab.OpUnlisten: // §B.9: optional group, trimmed
 		r.Value = []byte(strings.TrimSpace(arg))
 		return true, nil
-	case OpSignal: // §A.3, §B.9: literal channel, raw non-empty payload
+	case vocab.OpSignal: // §A.3, §B.9: literal channel, raw non-empty payload
 		if strings.ContainsAny(key, "*>") {
 			return true, ErrBadKey
 		}
@@ -280,7 +282,7 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 		}
 		r.Value = []byte(arg)
 		return true, nil
-	case OpBWait: // §B.11: "<count> <timeout>", count > 0 (code 13)
+	case vocab.OpBWait: // §B.11: "<count> <timeout>", count > 0 (code 13)
 		fs := strings.Fields(arg)
 		if len(fs) != 2 {
 			return true, ErrArgCount
@@ -305,14 +307,14 @@ func refParseRF(r *Request, key, arg string) (done bool, err error) {
 }
 
 // sameRequest compares the semantic fields of two requests.
-func sameRequest(a, b Request) bool {
+func sameRequest(a, b vocab.Request) bool {
 	return a.Op == b.Op && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Token, b.Token) &&
 		a.Timeout == b.Timeout && a.Lease == b.Lease && a.Limit == b.Limit &&
 		bytes.Equal(a.Value, b.Value) && bytes.Equal(a.Old, b.Old) &&
 		a.N == b.N && a.M == b.M && a.TTL == b.TTL
 }
 
-func requestString(r Request) string {
+func requestString(r vocab.Request) string {
 	return fmt.Sprintf("{%v Key:%q Token:%q Timeout:%d Lease:%d Limit:%d Value:%q Old:%q N:%d M:%d TTL:%d}",
 		r.Op, r.Key, r.Token, r.Timeout, r.Lease, r.Limit, r.Value, r.Old, r.N, r.M, r.TTL)
 }
@@ -322,7 +324,7 @@ func requestString(r Request) string {
 // lines, no optional lease when it is the default, raw values verbatim.
 // The one exception: kset always spells its TTL, so that a value ending in
 // CR stays wire-legal (a trailing CR would be stripped by the reader).
-func canonical(r Request) (cmd, key, arg []byte) {
+func canonical(r vocab.Request) (cmd, key, arg []byte) {
 	num := strconv.AppendInt
 	cmd = []byte(r.Op.String())
 	key, arg = r.Key, []byte("_")
@@ -340,41 +342,41 @@ func canonical(r Request) (cmd, key, arg []byte) {
 		return b
 	}
 	switch shape {
-	case OpPing, OpStats, OpBarrier:
+	case vocab.OpPing, vocab.OpStats, vocab.OpBarrier:
 		key = []byte("_")
-	case OpAuth:
+	case vocab.OpAuth:
 		key, arg = []byte("_"), r.Token
-	case OpStableRef:
+	case vocab.OpStableRef:
 		key = r.Token
-	case OpRelease, OpSemRelease:
+	case vocab.OpRelease, vocab.OpSemRelease:
 		arg = r.Token
-	case OpRenew, OpSemRenew:
+	case vocab.OpRenew, vocab.OpSemRenew:
 		arg = optLease(bytes.Clone(r.Token))
-	case OpLock:
+	case vocab.OpLock:
 		arg = optLease(num(nil, r.Timeout, 10))
-	case OpEnqueue:
+	case vocab.OpEnqueue:
 		arg = optLease([]byte{})
-	case OpWait, OpSemWait:
+	case vocab.OpWait, vocab.OpSemWait:
 		arg = num(nil, r.Timeout, 10)
-	case OpSemLock:
+	case vocab.OpSemLock:
 		arg = optLease(num(append(num(nil, r.Timeout, 10), ' '), r.Limit, 10))
-	case OpSemEnqueue:
+	case vocab.OpSemEnqueue:
 		arg = optLease(num(nil, r.Limit, 10))
-	case OpIncr, OpDecr, OpCSet:
+	case vocab.OpIncr, vocab.OpDecr, vocab.OpCSet:
 		arg = num(nil, r.N, 10)
-	case OpGet, OpKGet, OpKDel, OpLPop, OpRPop, OpLLen, OpWatch, OpUnwatch, OpObserve, OpUnobserve:
-	case OpKSet:
+	case vocab.OpGet, vocab.OpKGet, vocab.OpKDel, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpWatch, vocab.OpUnwatch, vocab.OpObserve, vocab.OpUnobserve:
+	case vocab.OpKSet:
 		arg = num(append(bytes.Clone(r.Value), '\t'), r.TTL, 10)
-	case OpKCAS:
+	case vocab.OpKCAS:
 		arg = append(append(append(bytes.Clone(r.Old), '\t'), r.Value...), '\t')
 		if r.TTL > 0 {
 			arg = num(arg, r.TTL, 10)
 		}
-	case OpLPush, OpRPush, OpListen, OpUnlisten, OpSignal:
+	case vocab.OpLPush, vocab.OpRPush, vocab.OpListen, vocab.OpUnlisten, vocab.OpSignal:
 		arg = r.Value
-	case OpLRange:
+	case vocab.OpLRange:
 		arg = num(append(num(nil, r.N, 10), ' '), r.M, 10)
-	case OpBWait:
+	case vocab.OpBWait:
 		arg = num(append(num(nil, r.N, 10), ' '), r.Timeout, 10)
 	default:
 		panic("canonical: " + r.Op.String())
@@ -384,26 +386,26 @@ func canonical(r Request) (cmd, key, arg []byte) {
 
 // checkRequest asserts the invariants every successfully parsed request
 // satisfies, whatever its text looked like.
-func checkRequest(r Request) error {
-	if r.Op == OpUnknown || int(r.Op) >= len(opNames) {
+func checkRequest(r vocab.Request) error {
+	if r.Op == vocab.OpUnknown || int(r.Op) >= vocab.NumOps {
 		return errors.New("op out of range")
 	}
 	shape := r.Op
 	if sh, ok := refShape[r.Op]; ok {
 		shape = sh
 	}
-	if r.Timeout < 0 || r.Timeout > MaxSeconds {
+	if r.Timeout < 0 || r.Timeout > vocab.MaxSeconds {
 		return fmt.Errorf("timeout %d out of [0, MaxSeconds]", r.Timeout)
 	}
-	if r.Lease < 0 || r.Lease > MaxSeconds {
+	if r.Lease < 0 || r.Lease > vocab.MaxSeconds {
 		return fmt.Errorf("lease %d out of [0, MaxSeconds]", r.Lease)
 	}
-	if r.TTL < 0 || r.TTL > MaxSeconds {
+	if r.TTL < 0 || r.TTL > vocab.MaxSeconds {
 		return fmt.Errorf("ttl %d out of [0, MaxSeconds]", r.TTL)
 	}
 	switch r.Op {
-	case OpSemLock, OpSemEnqueue:
-		if r.Limit < 1 || r.Limit > MaxLimit {
+	case vocab.OpSemLock, vocab.OpSemEnqueue:
+		if r.Limit < 1 || r.Limit > vocab.MaxLimit {
 			return fmt.Errorf("limit %d out of [1, MaxLimit]", r.Limit)
 		}
 	default:
@@ -412,7 +414,7 @@ func checkRequest(r Request) error {
 		}
 	}
 	switch r.Op {
-	case OpAuth, OpPing, OpStats, OpBarrier, OpStableRef:
+	case vocab.OpAuth, vocab.OpPing, vocab.OpStats, vocab.OpBarrier, vocab.OpStableRef:
 		if r.Key != nil {
 			return fmt.Errorf("key %q set for key-less %v", r.Key, r.Op)
 		}
@@ -421,18 +423,18 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("invalid key %q accepted", r.Key)
 		}
 	}
-	if r.Op == OpSignal && bytes.ContainsAny(r.Key, "*>") {
+	if r.Op == vocab.OpSignal && bytes.ContainsAny(r.Key, "*>") {
 		return fmt.Errorf("signal to pattern %q accepted", r.Key)
 	}
 	switch shape {
-	case OpRelease, OpSemRelease, OpRenew, OpSemRenew, OpStableRef:
+	case vocab.OpRelease, vocab.OpSemRelease, vocab.OpRenew, vocab.OpSemRenew, vocab.OpStableRef:
 		if len(r.Token) == 0 {
 			return errors.New("empty token accepted")
 		}
 		if !bytes.Equal(r.Token, bytes.TrimSpace(r.Token)) {
 			return fmt.Errorf("untrimmed token %q", r.Token)
 		}
-	case OpAuth:
+	case vocab.OpAuth:
 		if !bytes.Equal(r.Token, bytes.TrimSpace(r.Token)) {
 			return fmt.Errorf("untrimmed token %q", r.Token)
 		}
@@ -441,21 +443,21 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("token %q set for %v", r.Token, r.Op)
 		}
 	}
-	if (shape == OpRenew || shape == OpSemRenew) && len(bytes.Fields(r.Token)) != 1 {
+	if (shape == vocab.OpRenew || shape == vocab.OpSemRenew) && len(bytes.Fields(r.Token)) != 1 {
 		return fmt.Errorf("renew token %q is not one field", r.Token)
 	}
-	if r.Op == OpStableRef && len(r.Token) > MaxStableRef {
+	if r.Op == vocab.OpStableRef && len(r.Token) > vocab.MaxStableRef {
 		return fmt.Errorf("stable-ref of %d bytes", len(r.Token))
 	}
 	switch shape {
-	case OpLock, OpWait, OpSemLock, OpSemWait, OpBWait:
+	case vocab.OpLock, vocab.OpWait, vocab.OpSemLock, vocab.OpSemWait, vocab.OpBWait:
 	default:
 		if r.Timeout != 0 {
 			return fmt.Errorf("timeout set for %v", r.Op)
 		}
 	}
 	switch shape {
-	case OpLock, OpRenew, OpEnqueue, OpSemLock, OpSemRenew, OpSemEnqueue:
+	case vocab.OpLock, vocab.OpRenew, vocab.OpEnqueue, vocab.OpSemLock, vocab.OpSemRenew, vocab.OpSemEnqueue:
 	default:
 		if r.Lease != 0 {
 			return fmt.Errorf("lease set for %v", r.Op)
@@ -464,11 +466,11 @@ func checkRequest(r Request) error {
 
 	// rf fields (§B.5–B.11)
 	switch r.Op {
-	case OpKSet, OpKCAS, OpLPush, OpRPush, OpSignal:
+	case vocab.OpKSet, vocab.OpKCAS, vocab.OpLPush, vocab.OpRPush, vocab.OpSignal:
 		if len(r.Value) == 0 {
 			return fmt.Errorf("empty value accepted for %v", r.Op)
 		}
-	case OpListen, OpUnlisten:
+	case vocab.OpListen, vocab.OpUnlisten:
 		if !bytes.Equal(r.Value, bytes.TrimSpace(r.Value)) {
 			return fmt.Errorf("untrimmed group %q", r.Value)
 		}
@@ -478,7 +480,7 @@ func checkRequest(r Request) error {
 		}
 	}
 	switch r.Op {
-	case OpKSet, OpKCAS:
+	case vocab.OpKSet, vocab.OpKCAS:
 		if bytes.IndexByte(r.Value, '\t') >= 0 || bytes.IndexByte(r.Old, '\t') >= 0 {
 			return fmt.Errorf("KV value %q / old %q holds a TAB", r.Value, r.Old)
 		}
@@ -487,12 +489,12 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("ttl set for %v", r.Op)
 		}
 	}
-	if r.Op != OpKCAS && len(r.Old) != 0 {
+	if r.Op != vocab.OpKCAS && len(r.Old) != 0 {
 		return fmt.Errorf("old %q set for %v", r.Old, r.Op)
 	}
 	switch r.Op {
-	case OpIncr, OpDecr, OpCSet, OpLRange:
-	case OpBWait:
+	case vocab.OpIncr, vocab.OpDecr, vocab.OpCSet, vocab.OpLRange:
+	case vocab.OpBWait:
 		if r.N < 1 {
 			return fmt.Errorf("barrier count %d accepted", r.N)
 		}
@@ -501,7 +503,7 @@ func checkRequest(r Request) error {
 			return fmt.Errorf("n %d set for %v", r.N, r.Op)
 		}
 	}
-	if r.Op != OpLRange && r.M != 0 {
+	if r.Op != vocab.OpLRange && r.M != 0 {
 		return fmt.Errorf("m %d set for %v", r.M, r.Op)
 	}
 	return nil

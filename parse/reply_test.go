@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // specVocabulary is the status vocabulary of spec §B.14 (the union over all
@@ -19,38 +21,38 @@ var specVocabulary = []string{
 
 func TestStatusWords(t *testing.T) {
 	want := []struct {
-		s    Status
+		s    vocab.Status
 		word string
 	}{
-		{StatusOK, "ok"},
-		{StatusAcquired, "acquired"},
-		{StatusQueued, "queued"},
-		{StatusTimeout, "timeout"},
-		{StatusError, "error"},
-		{StatusErrorAuth, "error_auth"},
-		{StatusErrorMaxLocks, "error_max_locks"},
-		{StatusErrorMaxWaiters, "error_max_waiters"},
-		{StatusErrorLimitMismatch, "error_limit_mismatch"},
-		{StatusErrorNotEnqueued, "error_not_enqueued"},
-		{StatusErrorAlreadyEnqueued, "error_already_enqueued"},
-		{StatusErrorLeaseExpired, "error_lease_expired"},
-		{StatusErrorDraining, "error_draining"},
-		{StatusNil, "nil"},
-		{StatusCASConflict, "cas_conflict"},
-		{StatusErrorMaxKeys, "error_max_keys"},
-		{StatusErrorListFull, "error_list_full"},
-		{StatusErrorTypeMismatch, "error_type_mismatch"},
-		{StatusErrorBarrierCountMismatch, "error_barrier_count_mismatch"},
-		{StatusErrorNotLeader, "error_not_leader"},
+		{vocab.StatusOK, "ok"},
+		{vocab.StatusAcquired, "acquired"},
+		{vocab.StatusQueued, "queued"},
+		{vocab.StatusTimeout, "timeout"},
+		{vocab.StatusError, "error"},
+		{vocab.StatusErrorAuth, "error_auth"},
+		{vocab.StatusErrorMaxLocks, "error_max_locks"},
+		{vocab.StatusErrorMaxWaiters, "error_max_waiters"},
+		{vocab.StatusErrorLimitMismatch, "error_limit_mismatch"},
+		{vocab.StatusErrorNotEnqueued, "error_not_enqueued"},
+		{vocab.StatusErrorAlreadyEnqueued, "error_already_enqueued"},
+		{vocab.StatusErrorLeaseExpired, "error_lease_expired"},
+		{vocab.StatusErrorDraining, "error_draining"},
+		{vocab.StatusNil, "nil"},
+		{vocab.StatusCASConflict, "cas_conflict"},
+		{vocab.StatusErrorMaxKeys, "error_max_keys"},
+		{vocab.StatusErrorListFull, "error_list_full"},
+		{vocab.StatusErrorTypeMismatch, "error_type_mismatch"},
+		{vocab.StatusErrorBarrierCountMismatch, "error_barrier_count_mismatch"},
+		{vocab.StatusErrorNotLeader, "error_not_leader"},
 	}
-	if len(want) != int(numStatuses) {
-		t.Fatalf("test covers %d statuses, package defines %d", len(want), numStatuses)
+	if len(want) != vocab.NumStatuses {
+		t.Fatalf("test covers %d statuses, package defines %d", len(want), vocab.NumStatuses)
 	}
-	vocab := map[string]bool{}
+	words := map[string]bool{}
 	for _, w := range specVocabulary {
-		vocab[w] = true
+		words[w] = true
 	}
-	seen := map[string]Status{}
+	seen := map[string]vocab.Status{}
 	for i, tc := range want {
 		if int(tc.s) != i {
 			t.Errorf("%s has value %d, want %d", tc.word, tc.s, i)
@@ -61,7 +63,7 @@ func TestStatusWords(t *testing.T) {
 		if tc.s.String() != tc.word {
 			t.Errorf("Status(%d).String() = %q, want %q", tc.s, tc.s.String(), tc.word)
 		}
-		if !vocab[tc.s.String()] {
+		if !words[tc.s.String()] {
 			t.Errorf("%q is not in the spec's status vocabulary", tc.s.String())
 		}
 		if prev, dup := seen[tc.s.String()]; dup {
@@ -70,7 +72,7 @@ func TestStatusWords(t *testing.T) {
 		seen[tc.s.String()] = tc.s
 	}
 	// Replies never carry a CR, a blank or an upper-case letter in the word.
-	for s := range numStatuses {
+	for s := range vocab.Status(vocab.NumStatuses) {
 		if w := s.String(); w == "" || strings.ContainsAny(w, " \r\n\tABCDEFGHIJKLMNOPQRSTUVWXYZ") {
 			t.Errorf("bad status word %q", w)
 		}
@@ -78,7 +80,7 @@ func TestStatusWords(t *testing.T) {
 }
 
 func TestAppendStatusKeepsPrefix(t *testing.T) {
-	dst := AppendStatus([]byte("ok\n"), StatusTimeout)
+	dst := AppendStatus([]byte("ok\n"), vocab.StatusTimeout)
 	if got := string(dst); got != "ok\ntimeout\n" {
 		t.Fatalf("got %q", got)
 	}
@@ -88,26 +90,26 @@ func TestAppendGrant(t *testing.T) {
 	const tok = "00000000000000010123456789abcdef"
 	tests := []struct {
 		name      string
-		s         Status
+		s         vocab.Status
 		lease     int64
 		fence     uint64
 		withFence bool
 		want      string
 	}{
-		{"ok", StatusOK, 30, 0, false, "ok " + tok + " 30\n"},
-		{"acquired", StatusAcquired, 5, 0, false, "acquired " + tok + " 5\n"},
-		{"fence ignored without flag", StatusOK, 30, 42, false, "ok " + tok + " 30\n"},
-		{"rf fence", StatusOK, 30, 42, true, "ok " + tok + " 30 42\n"},
-		{"rf fence zero printed", StatusAcquired, 1, 0, true, "acquired " + tok + " 1 0\n"},
-		{"rf fence max", StatusOK, 33, math.MaxUint64, true, "ok " + tok + " 33 18446744073709551615\n"},
-		{"max lease", StatusOK, MaxSeconds, 0, false, "ok " + tok + " 9223372036\n"},
+		{"ok", vocab.StatusOK, 30, 0, false, "ok " + tok + " 30\n"},
+		{"acquired", vocab.StatusAcquired, 5, 0, false, "acquired " + tok + " 5\n"},
+		{"fence ignored without flag", vocab.StatusOK, 30, 42, false, "ok " + tok + " 30\n"},
+		{"rf fence", vocab.StatusOK, 30, 42, true, "ok " + tok + " 30 42\n"},
+		{"rf fence zero printed", vocab.StatusAcquired, 1, 0, true, "acquired " + tok + " 1 0\n"},
+		{"rf fence max", vocab.StatusOK, 33, math.MaxUint64, true, "ok " + tok + " 33 18446744073709551615\n"},
+		{"max lease", vocab.StatusOK, vocab.MaxSeconds, 0, false, "ok " + tok + " 9223372036\n"},
 	}
 	for _, tc := range tests {
 		if got := string(AppendGrant(nil, tc.s, []byte(tok), tc.lease, tc.fence, tc.withFence)); got != tc.want {
 			t.Errorf("%s: AppendGrant = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	dst := AppendGrant([]byte("queued\n"), StatusOK, []byte(tok), 7, 0, false)
+	dst := AppendGrant([]byte("queued\n"), vocab.StatusOK, []byte(tok), 7, 0, false)
 	if got := string(dst); got != "queued\nok "+tok+" 7\n" {
 		t.Errorf("AppendGrant after a reply = %q", got)
 	}
@@ -125,7 +127,7 @@ func TestAppendRenew(t *testing.T) {
 		{7, 99, true, "ok 7 99\n"},
 		{1, 0, true, "ok 1 0\n"},
 		{0, 0, false, "ok 0\n"},
-		{MaxSeconds, math.MaxUint64, true, "ok 9223372036 18446744073709551615\n"},
+		{vocab.MaxSeconds, math.MaxUint64, true, "ok 9223372036 18446744073709551615\n"},
 	}
 	for _, tc := range tests {
 		if got := string(AppendRenew(nil, tc.remaining, tc.fence, tc.withFence)); got != tc.want {

@@ -1,105 +1,18 @@
 package parse
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/dflockd-ng/dflockd/vocab"
+)
 
 // Grammar of the redis-feats primitives (spec §B.4–B.12). Keys have been
 // validated by Parse before these run.
 
-// lookupRFOp maps the rf command words; the switch does not allocate.
-func lookupRFOp(cmd []byte) Op {
-	switch string(cmd) {
-	case "rl":
-		return OpReadLock
-	case "wl":
-		return OpWriteLock
-	case "rr":
-		return OpReadRelease
-	case "wr":
-		return OpWriteRelease
-	case "rn":
-		return OpReadRenew
-	case "wn":
-		return OpWriteRenew
-	case "re":
-		return OpReadEnqueue
-	case "we":
-		return OpWriteEnqueue
-	case "rw":
-		return OpReadWait
-	case "ww":
-		return OpWriteWait
-	case "incr":
-		return OpIncr
-	case "decr":
-		return OpDecr
-	case "get":
-		return OpGet
-	case "cset":
-		return OpCSet
-	case "kset":
-		return OpKSet
-	case "kget":
-		return OpKGet
-	case "kdel":
-		return OpKDel
-	case "kcas":
-		return OpKCAS
-	case "lpush":
-		return OpLPush
-	case "rpush":
-		return OpRPush
-	case "lpop":
-		return OpLPop
-	case "rpop":
-		return OpRPop
-	case "llen":
-		return OpLLen
-	case "lrange":
-		return OpLRange
-	case "blpop":
-		return OpBLPop
-	case "brpop":
-		return OpBRPop
-	case "listen":
-		return OpListen
-	case "unlisten":
-		return OpUnlisten
-	case "signal":
-		return OpSignal
-	case "watch":
-		return OpWatch
-	case "unwatch":
-		return OpUnwatch
-	case "bwait":
-		return OpBWait
-	case "elect":
-		return OpElect
-	case "resign":
-		return OpResign
-	case "observe":
-		return OpObserve
-	case "unobserve":
-		return OpUnobserve
-	}
-	return OpUnknown
-}
-
-// ReadWrite reports whether o is a read-write lock command.
-func (o Op) ReadWrite() bool { return o >= OpReadLock && o <= OpWriteWait }
-
-// Writer reports whether a read-write lock command takes the write side.
-func (o Op) Writer() bool {
-	switch o {
-	case OpWriteLock, OpWriteRelease, OpWriteRenew, OpWriteEnqueue, OpWriteWait:
-		return true
-	}
-	return false
-}
-
-func parseRF(r Request, arg []byte) (Request, error) {
+func parseRF(r vocab.Request, arg []byte) (vocab.Request, error) {
 	var fs [maxFields][]byte
 	switch r.Op {
-	case OpReadLock, OpWriteLock, OpElect: // like l
+	case vocab.OpReadLock, vocab.OpWriteLock, vocab.OpElect: // like l
 		n := fields(arg, &fs)
 		if n < 1 || n > 2 {
 			return r, ErrArgCount
@@ -108,50 +21,50 @@ func parseRF(r Request, arg []byte) (Request, error) {
 			return r, err
 		}
 		return r, optLease(&r, fs[1], n == 2)
-	case OpReadRelease, OpWriteRelease, OpResign: // like r
+	case vocab.OpReadRelease, vocab.OpWriteRelease, vocab.OpResign: // like r
 		r.Token = trimSpace(arg)
 		if len(r.Token) == 0 {
 			return r, ErrEmptyToken
 		}
 		return r, nil
-	case OpReadRenew, OpWriteRenew: // like n
+	case vocab.OpReadRenew, vocab.OpWriteRenew: // like n
 		n := fields(arg, &fs)
 		if n < 1 || n > 2 {
 			return r, ErrArgCount
 		}
 		r.Token = fs[0]
 		return r, optLease(&r, fs[1], n == 2)
-	case OpReadEnqueue, OpWriteEnqueue: // like e
+	case vocab.OpReadEnqueue, vocab.OpWriteEnqueue: // like e
 		n := fields(arg, &fs)
 		if n > 1 {
 			return r, ErrArgCount
 		}
 		return r, optLease(&r, fs[0], n == 1)
-	case OpReadWait, OpWriteWait, OpBLPop, OpBRPop: // like w
+	case vocab.OpReadWait, vocab.OpWriteWait, vocab.OpBLPop, vocab.OpBRPop: // like w
 		if fields(arg, &fs) != 1 {
 			return r, ErrArgCount
 		}
 		return r, timeout(&r, fs[0])
-	case OpIncr, OpDecr, OpCSet:
+	case vocab.OpIncr, vocab.OpDecr, vocab.OpCSet:
 		v, ok := atoi(trimSpace(arg))
 		if !ok {
 			return r, ErrBadInteger
 		}
 		r.N = v
 		return r, nil
-	case OpGet, OpKGet, OpKDel, OpLPop, OpRPop, OpLLen, OpWatch, OpUnwatch, OpObserve, OpUnobserve:
+	case vocab.OpGet, vocab.OpKGet, vocab.OpKDel, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpWatch, vocab.OpUnwatch, vocab.OpObserve, vocab.OpUnobserve:
 		return r, nil
-	case OpKSet:
+	case vocab.OpKSet:
 		return parseKSet(r, arg)
-	case OpKCAS:
+	case vocab.OpKCAS:
 		return parseKCAS(r, arg)
-	case OpLPush, OpRPush:
+	case vocab.OpLPush, vocab.OpRPush:
 		if len(arg) == 0 {
 			return r, ErrArgCount
 		}
 		r.Value = arg
 		return r, nil
-	case OpLRange:
+	case vocab.OpLRange:
 		if fields(arg, &fs) != 2 {
 			return r, ErrArgCount
 		}
@@ -163,10 +76,10 @@ func parseRF(r Request, arg []byte) (Request, error) {
 			return r, ErrBadInteger
 		}
 		return r, nil
-	case OpListen, OpUnlisten:
+	case vocab.OpListen, vocab.OpUnlisten:
 		r.Value = trimSpace(arg) // queue group; empty = none
 		return r, nil
-	case OpSignal:
+	case vocab.OpSignal:
 		if bytes.IndexAny(r.Key, "*>") >= 0 {
 			return r, ErrBadKey // a signal names one literal channel
 		}
@@ -175,7 +88,7 @@ func parseRF(r Request, arg []byte) (Request, error) {
 		}
 		r.Value = arg
 		return r, nil
-	case OpBWait:
+	case vocab.OpBWait:
 		if fields(arg, &fs) != 2 {
 			return r, ErrArgCount
 		}
@@ -194,7 +107,7 @@ func parseRF(r Request, arg []byte) (Request, error) {
 
 // parseKSet: "<value>" or "<value>\t<ttl>" (spec §B.6). The value is raw
 // (not trimmed) and cannot hold a TAB.
-func parseKSet(r Request, arg []byte) (Request, error) {
+func parseKSet(r vocab.Request, arg []byte) (vocab.Request, error) {
 	if len(arg) == 0 {
 		return r, ErrArgCount
 	}
@@ -216,7 +129,7 @@ func parseKSet(r Request, arg []byte) (Request, error) {
 
 // parseKCAS: "<old>\t<new>\t<ttl>", exactly two TABs; empty old means the
 // key must not exist, new must not be empty, empty ttl means none.
-func parseKCAS(r Request, arg []byte) (Request, error) {
+func parseKCAS(r vocab.Request, arg []byte) (vocab.Request, error) {
 	i := bytes.IndexByte(arg, '\t')
 	if i < 0 {
 		return r, ErrArgCount
@@ -240,7 +153,7 @@ func parseKCAS(r Request, arg []byte) (Request, error) {
 	return r, kvTTL(&r, ttl)
 }
 
-func kvTTL(r *Request, b []byte) error {
+func kvTTL(r *vocab.Request, b []byte) error {
 	v, err := seconds(b)
 	if err != nil {
 		return err

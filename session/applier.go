@@ -2,8 +2,8 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // applier runs the engine commands of a hub's sessions and endpoints. The
@@ -46,7 +46,7 @@ type applier interface {
 	// stats is the stats document (every array, or the five keys of v1
 	// and v2), at now on a single node, at the replica's time with the
 	// "cluster" object on a member.
-	stats(all bool, now timerwheel.Instant, conns int) *parse.Stats
+	stats(all bool, now timerwheel.Instant, conns int) *vocab.Stats
 	// leading reports whether requests are accepted here; leaderAddr is
 	// the leader's client address for redirects ("" when unknown or on a
 	// single node).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // authCooldown delays the close after a failed auth (spec §B.13).
@@ -24,8 +25,8 @@ type pendingAuth struct {
 // anything but the right auth gets error_auth and, after a cool-down that
 // slows guessing, a close. If the client's address failed an auth less
 // than a cool-down ago, the request is held, unjudged, until its turn.
-func (s *Session) authenticate(out []byte, req *parse.Request, err error, now timerwheel.Instant) []byte {
-	isAuth := err == nil && req.Op == parse.OpAuth
+func (s *Session) authenticate(out []byte, req *vocab.Request, err error, now timerwheel.Instant) []byte {
+	isAuth := err == nil && req.Op == vocab.OpAuth
 	if at := s.hub.gate.admit(s.authKey, now); at > now {
 		s.pendingAuth = &pendingAuth{token: bytes.Clone(req.Token), isAuth: isAuth, at: at}
 		s.blocked = true // parse nothing more meanwhile
@@ -41,7 +42,7 @@ func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Insta
 	match := subtle.ConstantTimeCompare(token, []byte(s.hub.cfg.AuthToken)) == 1
 	if isAuth && match {
 		s.authed = true
-		return parse.AppendStatus(out, parse.StatusOK)
+		return parse.AppendStatus(out, vocab.StatusOK)
 	}
 	s.hub.gate.failed(s.authKey, now)
 	return s.refuseAuth(out, now)
@@ -51,12 +52,12 @@ func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Insta
 // failed first request gets (spec §A.5, §B.13), a wrong token, another
 // command, a line too long or a read timeout.
 func (s *Session) refuseAuth(out []byte, now timerwheel.Instant) []byte {
-	s.countReply(parse.StatusErrorAuth)
+	s.countReply(vocab.StatusErrorAuth)
 	s.hub.cfg.Events.Warn("auth failed", "remote", s.t.RemoteAddr().String())
 	s.closing = true
 	s.deadline = now.After(authCooldown.Milliseconds())
 	s.t.SetTimer(s.deadline)
-	return parse.AppendStatus(out, parse.StatusErrorAuth)
+	return parse.AppendStatus(out, vocab.StatusErrorAuth)
 }
 
 // judgePendingAuth runs when a held auth's turn may have come; it reports

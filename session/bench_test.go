@@ -8,7 +8,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 const pipelinedPairs = 32
@@ -52,7 +52,7 @@ func pipelined(b *testing.B, counted bool) (op func(), size int) {
 		b.Fatalf("%d releases succeeded, want %d: %q", n, pipelinedPairs, c.out)
 	}
 	if counted {
-		if n := fs.hub.Counts().Requests[parse.OpLock]; n != pipelinedPairs {
+		if n := fs.hub.Counts().Requests[vocab.OpLock]; n != pipelinedPairs {
 			b.Fatalf("counted %d lock requests, want %d", n, pipelinedPairs)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Counters are the request-path counts one transport goroutine keeps for
@@ -17,16 +17,16 @@ import (
 // A transport enables counting by setting Scratch.Counters (nil: none)
 // and registering it with Hub.RegisterCounters.
 type Counters struct {
-	requests [parse.NumOps]atomic.Uint64
-	replies  [parse.NumStatuses]atomic.Uint64 // by status; error_* ones are the errors
+	requests [vocab.NumOps]atomic.Uint64
+	replies  [vocab.NumStatuses]atomic.Uint64 // by status; error_* ones are the errors
 	pushes   atomic.Uint64
 	slow     atomic.Uint64
 }
 
 // Counts is a sum of Counters, as a scrape sees it.
 type Counts struct {
-	Requests      [parse.NumOps]uint64
-	Replies       [parse.NumStatuses]uint64
+	Requests      [vocab.NumOps]uint64
+	Replies       [vocab.NumStatuses]uint64
 	Pushes        uint64
 	SlowConsumers uint64
 }
@@ -81,7 +81,7 @@ func (h *Hub) Counts() Counts {
 }
 
 // countRequest counts a request of op on the session's transport.
-func (s *Session) countRequest(op parse.Op) {
+func (s *Session) countRequest(op vocab.Op) {
 	if c := s.t.Scratch().Counters; c != nil {
 		c.requests[op].Add(1)
 	}
@@ -89,8 +89,8 @@ func (s *Session) countRequest(op parse.Op) {
 
 // countReply counts a reply's status; only statuses other than ok are
 // counted, so the common reply costs a comparison.
-func (s *Session) countReply(st parse.Status) {
-	if st == parse.StatusOK {
+func (s *Session) countReply(st vocab.Status) {
+	if st == vocab.StatusOK {
 		return
 	}
 	if c := s.t.Scratch().Counters; c != nil {

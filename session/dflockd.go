@@ -7,6 +7,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // maxBlockedInput: dflockd closes a blocked connection once its 4 KiB read
@@ -20,7 +21,7 @@ type dflockdCodec struct{}
 func (dflockdCodec) idleDeadline(*Session) bool { return true }
 
 func (dflockdCodec) timeoutReply(dst []byte) []byte {
-	return parse.AppendStatus(dst, parse.StatusError)
+	return parse.AppendStatus(dst, vocab.StatusError)
 }
 
 func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (int, []byte, bool, bool) {
@@ -34,7 +35,7 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		return 0, out, false, s.floodedWhileOwed(len(buf))
 	}
 	frame := parse.Next
-	if s.hub.cfg.Profile == parse.ProfileV1 {
+	if s.hub.cfg.Profile == vocab.ProfileV1 {
 		frame = parse.NextCountingCR
 	}
 	off, frames := 0, 0
@@ -110,22 +111,22 @@ func (s *Session) drainLongLine(buf, out []byte, now timerwheel.Instant) (int, [
 		// failed auth like any other.
 		return i + 1, s.refuseAuth(out, now), false
 	}
-	s.countReply(parse.StatusError)
+	s.countReply(vocab.StatusError)
 	s.hub.cfg.Events.Info("protocol error: line too long; closing", "remote", s.t.RemoteAddr().String())
-	return i + 1, parse.AppendStatus(out, parse.StatusError), true
+	return i + 1, parse.AppendStatus(out, vocab.StatusError), true
 }
 
 // exec runs one frame and appends its reply (if any yet). stop asks for a
 // close once the replies are sent.
 func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byte, bool) {
 	profile := s.hub.cfg.Profile
-	if profile == parse.ProfileRF {
+	if profile == vocab.ProfileRF {
 		f = s.stripCRs(f)
 	}
 	req, err := parse.Parse(f)
 	if !profile.Knows(req.Op) {
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
-		req.Op = parse.OpUnknown
+		req.Op = vocab.OpUnknown
 	}
 	if s.owed > 0 && s.answeredHere(&req, err) {
 		s.retry = true
@@ -135,34 +136,34 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	if !s.authed {
 		return s.authenticate(out, &req, err, now), false
 	}
-	if s.hub.draining.Load() && profile != parse.ProfileV1 {
+	if s.hub.draining.Load() && profile != vocab.ProfileV1 {
 		// v1.10 goes on serving a draining server's connections; its
 		// waits end with error in the engine (spec §D.5).
-		s.countReply(parse.StatusErrorDraining)
-		return parse.AppendStatus(out, parse.StatusErrorDraining), true
+		s.countReply(vocab.StatusErrorDraining)
+		return parse.AppendStatus(out, vocab.StatusErrorDraining), true
 	}
 	if err != nil {
-		s.countReply(parse.StatusError)
+		s.countReply(vocab.StatusError)
 		s.hub.cfg.Events.Info("protocol error", "remote", s.t.RemoteAddr().String(),
 			"command", printable(f.Cmd), "error", err.Error())
-		return parse.AppendStatus(out, parse.StatusError), false
+		return parse.AppendStatus(out, vocab.StatusError), false
 	}
 	switch req.Op {
-	case parse.OpPing:
-		return parse.AppendStatus(out, parse.StatusOK), false
-	case parse.OpAuth:
+	case vocab.OpPing:
+		return parse.AppendStatus(out, vocab.StatusOK), false
+	case vocab.OpAuth:
 		// Already authenticated, or no token configured (spec §B.13).
-		s.countReply(parse.StatusError)
-		return parse.AppendStatus(out, parse.StatusError), false
-	case parse.OpStableRef:
+		s.countReply(vocab.StatusError)
+		return parse.AppendStatus(out, vocab.StatusError), false
+	case vocab.OpStableRef:
 		// The identity under which this connection's claims outlive it
 		// (--orphan-ttl): a cluster's replicated state keeps it.
 		if s.stableRef {
-			s.countReply(parse.StatusError)
-			return parse.AppendStatus(out, parse.StatusError), false
+			s.countReply(vocab.StatusError)
+			return parse.AppendStatus(out, vocab.StatusError), false
 		}
 		s.stableRef = true
-	case parse.OpStats:
+	case vocab.OpStats:
 		return s.appendStats(out, now), false
 	}
 	// Everything else, barrier included (a single node is caught up; a
@@ -177,13 +178,13 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		return out, false
 	}
 	s.countReply(r.Status)
-	return appendResult(out, &r, profile == parse.ProfileRF), false
+	return appendResult(out, &r, profile == vocab.ProfileRF), false
 }
 
 // ownArgs copies a request's byte arguments out of the read buffer into
 // the transport's argument scratch, so that the command does not alias
 // bytes the transport will reuse: a command is a self-contained value.
-func (s *Session) ownArgs(r *parse.Request) {
+func (s *Session) ownArgs(r *vocab.Request) {
 	sc := s.t.Scratch()
 	a := sc.Args[:0]
 	own := func(b []byte) []byte {
@@ -201,10 +202,8 @@ func (s *Session) ownArgs(r *parse.Request) {
 // appendStats appends the stats reply.
 func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
 	// rf: every array; v1 and v2: the five keys.
-	st := s.hub.app.stats(s.hub.cfg.Profile == parse.ProfileRF, now, s.hub.Connections())
-	out = append(out, "ok "...)
-	out = parse.AppendStats(out, st, s.hub.cfg.Profile)
-	return append(out, '\n')
+	st := s.hub.app.stats(s.hub.cfg.Profile == vocab.ProfileRF, now, s.hub.Connections())
+	return parse.AppendStatsReply(out, st, s.hub.cfg.Profile)
 }
 
 // stripCRs removes CRs inside the lines of an rf frame, as dflockd's
@@ -232,7 +231,7 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 // deliver writes an owed answer and resumes parsing whatever was
 // pipelined behind it once nothing more is owed.
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
-	rf := s.hub.cfg.Profile == parse.ProfileRF
+	rf := s.hub.cfg.Profile == vocab.ProfileRF
 	s.deliverOwed(r, func(out []byte, r *engine.Result) []byte { return appendResult(out, r, rf) })
 }
 
@@ -248,16 +247,12 @@ func appendResult(out []byte, r *engine.Result, rf bool) []byte {
 	case engine.KindInt:
 		return parse.AppendOKInt(out, r.Int)
 	case engine.KindValue:
-		out = append(out, "ok "...)
-		out = append(out, r.Value...)
-		return append(out, '\n')
+		return parse.AppendOKText(out, r.Value)
 	case engine.KindList:
 		return parse.AppendOKList(out, r.Items)
 	}
-	if r.Status == parse.StatusErrorNotLeader && r.Value != "" {
-		out = append(out, "error_not_leader "...)
-		out = append(out, r.Value...)
-		return append(out, '\n')
+	if r.Status == vocab.StatusErrorNotLeader {
+		return parse.AppendNotLeader(out, r.Value)
 	}
 	return parse.AppendStatus(out, r.Status)
 }

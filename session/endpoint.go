@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // An Endpoint is an engine session that is not a protocol session over a
@@ -106,4 +106,4 @@ func (h *Hub) Pipelined() bool { return h.app.pipelined() }
 // it: every array (all, the rf profile) or the five keys of v1 and v2;
 // on a cluster member, its replica's at the cluster clock, with the
 // "cluster" object.
-func (h *Hub) Stats(all bool) *parse.Stats { return h.app.stats(all, h.clock.Now(), h.Connections()) }
+func (h *Hub) Stats(all bool) *vocab.Stats { return h.app.stats(all, h.clock.Now(), h.Connections()) }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // recordingEndpoint keeps what the hub posts to it.
@@ -42,7 +42,7 @@ func TestEndpointSharesFIFOWithSessions(t *testing.T) {
 	}
 	lock := func(timeout int64) (engine.Result, bool) {
 		return fs.hub.Call(&engine.Command{Kind: engine.KindRequest, Session: id,
-			Req: parse.Request{Op: parse.OpLock, Key: []byte("k"), Timeout: timeout, Lease: 7}})
+			Req: vocab.Request{Op: vocab.OpLock, Key: []byte("k"), Timeout: timeout, Lease: 7}})
 	}
 	if r, done := lock(10); done || !r.Blocked {
 		t.Fatalf("endpoint lock on a held key: %+v, want parked", r)
@@ -51,7 +51,7 @@ func TestEndpointSharesFIFOWithSessions(t *testing.T) {
 	fs.traffic(other, request("l", "k", "10 5")) // parks behind the endpoint
 	fs.traffic(tcp, request("r", "k", tokenFor(1)))
 	got := ep.results()
-	if len(got) != 1 || got[0].Status != parse.StatusOK || got[0].Kind != engine.KindGrant || got[0].Lease != 7 {
+	if len(got) != 1 || got[0].Status != vocab.StatusOK || got[0].Kind != engine.KindGrant || got[0].Lease != 7 {
 		t.Fatalf("endpoint deliveries %+v, want one grant with lease 7", got)
 	}
 	if len(other.out) != 0 {

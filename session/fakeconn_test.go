@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Unit tests of protocol sessions without sockets or gnet: a fake
@@ -536,9 +536,9 @@ func TestSessionDeliveryToClosedConnDropped(t *testing.T) {
 	// The release comes from off the loop (as from another loop or the
 	// timer driver), so the grant is queued for c's loop as a task; c
 	// closes before that task runs.
-	rel := parse.Request{Op: parse.OpRelease, Key: []byte("a"), Token: []byte(tok)}
+	rel := vocab.Request{Op: vocab.OpRelease, Key: []byte("a"), Token: []byte(tok)}
 	other := fs.run(engine.Command{Kind: engine.KindOpen}).Session
-	if r := fs.run(engine.Command{Session: other, Req: rel}); r.Status != parse.StatusOK {
+	if r := fs.run(engine.Command{Session: other, Req: rel}); r.Status != vocab.StatusOK {
 		t.Fatalf("release: %+v", r)
 	}
 	fs.closeConn(c)

@@ -7,6 +7,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // This codec serves the godistlock client protocol (parse/godistlock.go),
@@ -121,7 +122,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockDraining), true
 	}
 	sc := s.t.Scratch()
-	sc.Cmd = engine.Command{Session: s.id, At: now, Req: parse.Request{Key: r.Lock}, LeaseMs: r.LeaseMs}
+	sc.Cmd = engine.Command{Session: s.id, At: now, Req: vocab.Request{Key: r.Lock}, LeaseMs: r.LeaseMs}
 	cmd := &sc.Cmd
 	s.ownArgs(&cmd.Req)
 	switch r.Op {
@@ -141,16 +142,16 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 			return out, false
 		}
 		switch res.Status {
-		case parse.StatusOK:
+		case vocab.StatusOK:
 			return parse.AppendGodistlockGive(out, r.Nonce, res.Token.Fence), false
-		case parse.StatusError:
+		case vocab.StatusError:
 			return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockInternal), true
 		}
 		// Taken (TRY), or --max-locks / --max-waiters reached.
 		return parse.AppendGodistlockNo(out, r.Nonce), false
 	case parse.GodistlockRefresh:
 		cmd.Kind, cmd.Fence = engine.KindFenceRenew, r.Fence
-		if res, _ := s.applyForeign(cmd); res.Status == parse.StatusOK {
+		if res, _ := s.applyForeign(cmd); res.Status == vocab.StatusOK {
 			return parse.AppendGodistlockGive(out, r.Nonce, r.Fence), false
 		}
 		return parse.AppendGodistlockNo(out, r.Nonce), false
@@ -166,7 +167,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		return out, false
 	case parse.GodistlockIs:
 		cmd.Kind = engine.KindHolder
-		if res, _ := s.applyForeign(cmd); res.Status == parse.StatusOK {
+		if res, _ := s.applyForeign(cmd); res.Status == vocab.StatusOK {
 			return parse.AppendGodistlockLock(out, r.Nonce, res.Token.Fence), false
 		}
 		return parse.AppendGodistlockNo(out, r.Nonce), false
@@ -191,7 +192,7 @@ func (g *godistlock) deliver(s *Session, r engine.Result) {
 	}
 	delete(g.parked, r.Tag)
 	sc := s.t.Scratch()
-	if r.Status == parse.StatusOK {
+	if r.Status == vocab.StatusOK {
 		out := parse.AppendGodistlockGive(sc.Out[:0], nonce, r.Token.Fence)
 		s.write(out)
 		sc.Out = out[:0]

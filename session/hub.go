@@ -11,13 +11,14 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Config tunes the sessions of a Hub. The zero value of each field means
 // its default.
 type Config struct {
 	// Profile is the dflockd release line to answer as (--compat).
-	Profile      parse.Profile
+	Profile      vocab.Profile
 	ReadTimeout  time.Duration // per-line read deadline; default 23 s
 	WriteTimeout time.Duration // unsent output making no progress this long closes; 0 = off
 	AuthToken    string        // "" = no auth handshake

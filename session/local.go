@@ -2,8 +2,8 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // local is a single node's applier: commands run on the hub's engine, on
@@ -23,10 +23,10 @@ func (l *local) open(now timerwheel.Instant) engine.SessionID {
 func (l *local) apply(c *engine.Command, fx *engine.Effects) (engine.Result, int, bool) {
 	if c.Kind == engine.KindRequest {
 		switch c.Req.Op {
-		case parse.OpBarrier, parse.OpStableRef:
+		case vocab.OpBarrier, vocab.OpStableRef:
 			// A single node is always caught up, and keeps nothing for a
 			// stable-ref: its connection's claims end with it.
-			return engine.Result{Status: parse.StatusOK}, 0, true
+			return engine.Result{Status: vocab.StatusOK}, 0, true
 		}
 	}
 	r := l.eng.Apply(c, fx)
@@ -52,7 +52,7 @@ func (*local) pipelined() bool { return false }
 
 func (l *local) engine() *engine.Engine { return l.eng }
 
-func (l *local) stats(all bool, now timerwheel.Instant, conns int) *parse.Stats {
+func (l *local) stats(all bool, now timerwheel.Instant, conns int) *vocab.Stats {
 	if all {
 		return l.eng.Stats(now, conns)
 	}

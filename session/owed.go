@@ -2,7 +2,7 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Answers owed. A session hands each request to the hub's applier and
@@ -56,12 +56,12 @@ func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool)
 // than through the applier: only requests that go to the applier may be
 // parsed while answers are owed, since theirs come back in order after
 // them.
-func (s *Session) answeredHere(req *parse.Request, err error) bool {
-	if err != nil || !s.authed || (s.hub.draining.Load() && s.hub.cfg.Profile != parse.ProfileV1) {
+func (s *Session) answeredHere(req *vocab.Request, err error) bool {
+	if err != nil || !s.authed || (s.hub.draining.Load() && s.hub.cfg.Profile != vocab.ProfileV1) {
 		return true
 	}
 	switch req.Op {
-	case parse.OpPing, parse.OpAuth, parse.OpStats, parse.OpStableRef:
+	case vocab.OpPing, vocab.OpAuth, vocab.OpStats, vocab.OpStableRef:
 		// stable-ref marks the session before it is applied: it must not
 		// be parsed twice (a retry).
 		return true
@@ -100,7 +100,7 @@ func (s *Session) deliverOwed(r engine.Result, encode func(out []byte, r *engine
 		return // a demotion notice for a session owed nothing
 	}
 	n := 1
-	if r.Status == parse.StatusErrorNotLeader {
+	if r.Status == vocab.StatusErrorNotLeader {
 		n = s.owed // the engine never answers that: a demotion
 	}
 	s.flushPushes()

@@ -2,8 +2,8 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Replica is the replicated engine of a cluster member (spec §G): the
@@ -13,7 +13,7 @@ import (
 type Replica interface {
 	// Submit proposes a request of connection conn; an error means this
 	// node does not lead, and nothing was proposed.
-	Submit(conn uint32, req *parse.Request) error
+	Submit(conn uint32, req *vocab.Request) error
 	// Cancel proposes the withdrawal of connection conn's parked request
 	// (tag 0: its one parked request). Its answer, like any other, comes
 	// back through the hub: ok with Int 1 if it withdrew one, Int 0 if
@@ -32,7 +32,7 @@ type Replica interface {
 	// unknown.
 	LeaderAddr() string
 	// ClusterStats is the "cluster" object of stats.
-	ClusterStats() *parse.ClusterStats
+	ClusterStats() *vocab.ClusterStats
 }
 
 // NewClusterHub returns the hub of a cluster member's sessions. Its
@@ -74,7 +74,7 @@ func (p *replicated) apply(c *engine.Command, _ *engine.Effects) (engine.Result,
 	default:
 		// The foreign protocols' commands are not in the log's
 		// vocabulary: their listeners are not served on a member.
-		return engine.Result{Status: parse.StatusError}, 0, true
+		return engine.Result{Status: vocab.StatusError}, 0, true
 	}
 	if err != nil {
 		return p.notLeader(), 0, true
@@ -94,7 +94,7 @@ func (*replicated) pipelined() bool { return true }
 
 func (p *replicated) engine() *engine.Engine { return p.rep.Engine() }
 
-func (p *replicated) stats(all bool, _ timerwheel.Instant, conns int) *parse.Stats {
+func (p *replicated) stats(all bool, _ timerwheel.Instant, conns int) *vocab.Stats {
 	e := p.rep.Engine()
 	if e == nil {
 		// Before the first entry applies: the document of an empty
@@ -102,7 +102,7 @@ func (p *replicated) stats(all bool, _ timerwheel.Instant, conns int) *parse.Sta
 		e = engine.New(engine.Config{Profile: p.hub.cfg.Profile, Shards: 1})
 	}
 	now := p.rep.Now() // the replica's time is the log's
-	var st *parse.Stats
+	var st *vocab.Stats
 	if all {
 		st = e.Stats(now, conns)
 	} else {
@@ -126,7 +126,7 @@ func (p *replicated) local(_ engine.SessionID, connID uint64) (engine.SessionID,
 
 // notLeader is the error_not_leader answer, naming the leader if known.
 func (p *replicated) notLeader() engine.Result {
-	return engine.Result{Status: parse.StatusErrorNotLeader, Value: p.rep.LeaderAddr()}
+	return engine.Result{Status: vocab.StatusErrorNotLeader, Value: p.rep.LeaderAddr()}
 }
 
 // Deliver hands what an applied log entry did to this member's sessions:
@@ -174,7 +174,7 @@ func (h *Hub) receivers(fx *engine.Effects) (n int) {
 // they are owed will not come from this member any more. Those owed
 // nothing ignore it.
 func (h *Hub) Demoted() {
-	nl := engine.Result{Status: parse.StatusErrorNotLeader, Value: h.app.leaderAddr()}
+	nl := engine.Result{Status: vocab.StatusErrorNotLeader, Value: h.app.leaderAddr()}
 	for i := range h.routes {
 		rs := &h.routes[i]
 		rs.mu.RLock()

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // A rare large use of the scratch (here a stats document of thousands of
 // keys) must not stay allocated once the transport trims between events;
 // ordinary use keeps its buffers.
 func TestScratchTrimDropsPeakBuffers(t *testing.T) {
-	fs := newFakeServer(t, Config{Profile: parse.ProfileRF}, engine.Config{Profile: parse.ProfileRF}) // rf stats list counters
+	fs := newFakeServer(t, Config{Profile: vocab.ProfileRF}, engine.Config{Profile: vocab.ProfileRF}) // rf stats list counters
 	c := fs.open()
 	var in strings.Builder
 	for i := range 3000 {

@@ -1,11 +1,11 @@
 package session
 
-import "github.com/dflockd-ng/dflockd/parse"
+import "github.com/dflockd-ng/dflockd/vocab"
 
 // The v1 profile (--compat=v1) answers as dflockd v1.10.0 where the wire
 // shows it (README "Profiles"). What lives in this package:
 //   - framing counts CR bytes towards the 256-byte cap (dflockd.go);
-//   - only v1.10's commands are known (parse.Profile.Knows);
+//   - only v1.10's commands are known (vocab.Profile.Knows);
 //   - a drain keeps serving open sessions, no error_draining (exec);
 //   - a parked request does not notice its peer's half-close: v1.10 has
 //     no peer-close watcher and reads nothing while a request waits, so
@@ -23,8 +23,8 @@ import "github.com/dflockd-ng/dflockd/parse"
 // readsWhileBlocked reports whether the profile's reference reads (and
 // so notices a half-close) while a request waits: v2's peer-close
 // watcher does; v1.10 and the redis-feats line do not.
-func readsWhileBlocked(p parse.Profile) bool {
-	return p != parse.ProfileV1 && p != parse.ProfileRF
+func readsWhileBlocked(p vocab.Profile) bool {
+	return p != vocab.ProfileV1 && p != vocab.ProfileRF
 }
 
 // maxBlockedInput is the pipelined input a parked session may buffer.

@@ -11,6 +11,7 @@ package main
 
 import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
+	"github.com/dflockd-ng/dflockd/vocab"
 
 	"context"
 	"crypto/tls"
@@ -31,7 +32,6 @@ import (
 	"github.com/dflockd-ng/dflockd/loop"
 	"github.com/dflockd-ng/dflockd/metrics"
 	"github.com/dflockd-ng/dflockd/netconn"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/relay"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -196,13 +196,13 @@ func raftTLS(c *ClusterConfig) (server, client *tls.Config, err error) {
 // (it delivers to the hub), hence the indirection.
 type replica struct{ node *cluster.Node }
 
-func (r *replica) Submit(conn uint32, req *parse.Request) error { return r.node.Submit(conn, req) }
+func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.Submit(conn, req) }
 func (r *replica) Close(conn uint32)                            { r.node.Close(conn) }
 func (r *replica) Engine() *engine.Engine                       { return r.node.Engine() }
 func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
 func (r *replica) Leading() bool                                { return r.node.Leading() }
 func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
-func (r *replica) ClusterStats() *parse.ClusterStats            { return r.node.ClusterStats() }
+func (r *replica) ClusterStats() *vocab.ClusterStats            { return r.node.ClusterStats() }
 
 // clusterServer is a cluster member as main drives a server: Serve until
 // Shutdown, which hands leadership over, drains the clients and stops

@@ -13,6 +13,7 @@ package main
 
 import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
+	"github.com/dflockd-ng/dflockd/vocab"
 
 	"context"
 	"errors"
@@ -113,7 +114,7 @@ type httpSources struct {
 	// member, in cluster mode, is the cluster member (hub is then nil:
 	// its hub is the member's).
 	member  *clusterServer
-	profile parse.Profile
+	profile vocab.Profile
 	fences  *fence.Allocator
 	certs   *tlscert.Store // nil: plain HTTP
 	// transport names the line protocol's transport in the metrics
@@ -197,9 +198,9 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 // stats command answers after "ok " (session's appendStats), in the
 // server's profile: the five keys of v1 and v2, every array under rf,
 // and on a cluster member its "cluster" object.
-func statsDocument(hub *session.Hub, profile parse.Profile) func() []byte {
+func statsDocument(hub *session.Hub, profile vocab.Profile) func() []byte {
 	return func() []byte {
-		return parse.AppendStats(nil, hub.Stats(profile == parse.ProfileRF), profile)
+		return parse.AppendStats(nil, hub.Stats(profile == vocab.ProfileRF), profile)
 	}
 }
 

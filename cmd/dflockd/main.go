@@ -24,8 +24,8 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/netconn"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -98,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		binds = append(binds, gdAddr)
 		gdAddr = "tcp://" + gdAddr
 	}
-	profile, _ := parse.ProfileNamed(cfg.Compat) // LoadConfig accepted it
+	profile, _ := vocab.ProfileNamed(cfg.Compat) // LoadConfig accepted it
 	ecfg := engineConfig(cfg, fences)
 	limiter := &conncap.Limiter{Max: cfg.MaxConnections, PerIP: cfg.MaxConnsPerIP}
 	ready := make(chan struct{})

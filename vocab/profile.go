@@ -1,4 +1,4 @@
-package parse
+package vocab
 
 // Profile is the dflockd release line the server answers as (--compat,
 // spec §I). The zero value is the default, v2.
@@ -36,17 +36,3 @@ func ProfileNamed(name string) (Profile, bool) {
 // SharedLockSpace reports whether locks and semaphores are one keyspace,
 // a lock being a semaphore of limit 1 (v1.10 and rf, spec §B.2).
 func (p Profile) SharedLockSpace() bool { return p != ProfileV2 }
-
-// Knows reports whether op is a command of the profile. dflockd v1.10
-// knows the lock and semaphore commands, auth and stats; anything else,
-// ping included, is an unknown command there (spec §B.13). rf has no
-// ping. v2 knows everything this package parses.
-func (p Profile) Knows(op Op) bool {
-	switch p {
-	case ProfileV1:
-		return op >= OpLock && op <= OpStats && op != OpPing
-	case ProfileRF:
-		return op != OpPing
-	}
-	return true
-}
