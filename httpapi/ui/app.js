@@ -32,7 +32,7 @@
 
   const state = { token: sessionStorage.getItem(TOKEN) || "", tab: "locks", keys: [], truncated: false,
     deadlocks: [], events: [], lastId: "", prefix: "", stream: null, pending: null, detail: null, eventsOn: true,
-    lastRefresh: -Infinity, waitersMoved: false };
+    lastRefresh: -Infinity, changed: false };
   const $ = (id) => document.getElementById(id);
 
   // h builds an element; strings become text nodes.
@@ -108,12 +108,13 @@
   async function refresh() {
     state.pending = null;
     state.lastRefresh = performance.now();
-    const moved = state.waitersMoved;
-    state.waitersMoved = false;
+    const changed = state.changed;
+    state.changed = false;
     try {
       const [, dl] = await Promise.all([loadKeys(), api("/v1/deadlocks")]);
       state.deadlocks = dl.deadlocks;
-      if (moved && state.keys.some((k) => k.waiters_total > 0)) setTimeout(scheduleRefresh, DEADLOCK_RECHECK_MS);
+      // (Only a wait can start a deadlock; one shown may have ended.)
+      if (changed && (state.deadlocks.length || state.keys.some((k) => k.waiters_total > 0))) setTimeout(scheduleRefresh, DEADLOCK_RECHECK_MS);
       $("status").textContent = "Loaded " + clock(Date.now()) + (state.truncated ? " (first " + MAX_KEYS + " keys; narrow the prefix)" : "");
       render();
       if (state.detail) showKey(state.detail);
@@ -179,7 +180,7 @@
       state.events.unshift(JSON.parse(data));
       state.events.length = Math.min(state.events.length, MAX_EVENTS);
       if (state.tab === "timeline") render();
-      state.waitersMoved = true;
+      state.changed = true;
       scheduleRefresh();
     } else if (event === "reset") {
       scheduleRefresh();

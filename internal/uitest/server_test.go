@@ -3,6 +3,7 @@ package uitest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -200,4 +201,24 @@ func (c *client) release(key, token string) {
 	if r := c.reply(); r != "ok" {
 		c.t.Fatalf("%s: r %s: %q, want ok", c.name, key, r)
 	}
+}
+
+// deadlocks asks GET /v1/deadlocks how many deadlocks there are, which
+// also starts the server's second of answering that search's result.
+func (s *server) deadlocks(t *testing.T) int {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	res, err := hc.Get(s.url + "/v1/deadlocks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var reply struct {
+		Deadlocks []json.RawMessage `json:"deadlocks"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&reply); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/deadlocks: %d %v", res.StatusCode, err)
+	}
+	return len(reply.Deadlocks)
 }
