@@ -124,8 +124,8 @@
   }
 
   // A change shows at once when the tables were not reloaded in the last
-  // REFRESH_MS, else at the end of it: a busy server costs one reload a
-  // second, a quiet one shows each change as it comes.
+  // REFRESH_MS, else at the end of it: a busy server costs at most two
+  // reloads a second, a quiet one shows each change as it comes.
   function scheduleRefresh() {
     if (state.pending) return;
     state.pending = setTimeout(refresh, Math.max(0, state.lastRefresh + REFRESH_MS - performance.now()));
