@@ -54,9 +54,10 @@ type page struct {
 }
 
 // newPage starts a headless Chromium with one tab of width×height CSS
-// pixels; the test's end kills it. Its memory is bounded by one renderer
-// process, no GPU process, V8's heap capped and /dev/shm not used.
-func newPage(t *testing.T, width, height int) *page {
+// pixels, with extra options; the test's end kills it. Its memory is
+// bounded by one renderer process, no GPU process, V8's heap capped and
+// /dev/shm not used.
+func newPage(t *testing.T, width, height int, extra ...chromedp.ExecAllocatorOption) *page {
 	t.Helper()
 	path := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -71,6 +72,7 @@ func newPage(t *testing.T, width, height int) *page {
 		chromedp.Flag("lang", "en-US"),
 		chromedp.UserDataDir(t.TempDir()),
 	)
+	opts = append(opts, extra...)
 	if os.Geteuid() == 0 {
 		// Chromium's sandbox refuses to run as root (CI runs as root).
 		opts = append(opts, chromedp.NoSandbox)

@@ -1,6 +1,9 @@
 package uitest
 
 import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -10,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // What a user of /ui sees, read from the page's DOM while clients work
@@ -278,5 +283,33 @@ func TestObservatoryAuthToken(t *testing.T) {
 	await(p, "payroll after a reload", rowJS("payroll"), func(r *lockRow) bool { return r != nil })
 	if eval[bool](p, loginShown) {
 		t.Error("the page asked for the token again after a reload")
+	}
+}
+
+// Over TLS (--tls-cert serves HTTPS too): the page, its event stream and
+// a lock taken over TLS. The browser trusts exactly the test certificate's
+// key (its SPKI hash), not any certificate.
+func TestObservatoryOverTLS(t *testing.T) {
+	chromium(t)
+	cert := testserver.NewCert(t)
+	s := startServerTLS(t, &cert)
+	leaf, err := x509.ParseCertificate(cert.TLS.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	p := newPage(t, 1280, 720, chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(spki[:])))
+	p.do(chromedp.Navigate(s.url + "/ui"))
+	await(p, "its event stream live", `document.getElementById("live").textContent`, eq("live"))
+	if proto := eval[string](p, `location.protocol`); proto != "https:" {
+		t.Fatalf("the page is served over %s", proto)
+	}
+	c := dial(t, s, "TLS holder")
+	c.lock("ledger", 0, 60)
+	row, _ := await(p, "ledger held by the TLS client", rowJS("ledger"), func(r *lockRow) bool {
+		return r != nil && len(r.Holders) == 1 && names(r.Holders[0], c)
+	})
+	if !strings.Contains(row.Holders[0], " tls ") {
+		t.Errorf("the holder shows as %q: no transport tls", row.Holders[0])
 	}
 }

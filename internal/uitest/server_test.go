@@ -3,6 +3,7 @@ package uitest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // The server under test is the dflockd binary, built from this tree and
@@ -73,18 +76,39 @@ func (s *syncBuffer) String() string {
 // server is a running dflockd.
 type server struct {
 	addr string // the line protocol's
-	url  string // the HTTP listener's, http://host:port
+	url  string // the HTTP listener's, http(s)://host:port
 	log  *syncBuffer
+	tls  *tls.Config // a client's, when the server serves TLS
 }
 
 // startServer runs the binary on free loopback ports, with the
 // observatory's events on and extra flags, until the test ends.
 func startServer(t *testing.T, flags ...string) *server {
 	t.Helper()
+	return startServerTLS(t, nil, flags...)
+}
+
+// startServerTLS is startServer serving TLS on both listeners with cert,
+// when not nil.
+func startServerTLS(t *testing.T, cert *testserver.Cert, flags ...string) *server {
+	t.Helper()
 	addr, httpAddr := freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
 	s := &server{addr: addr, url: "http://" + httpAddr, log: new(syncBuffer)}
+	if cert != nil {
+		dir := t.TempDir()
+		certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		if err := os.WriteFile(certFile, cert.CertPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, cert.KeyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		flags = append(flags, "--tls-cert", certFile, "--tls-key", keyFile)
+		s.url = "https://" + httpAddr
+		s.tls = &tls.Config{RootCAs: cert.Pool}
+	}
 	args := append([]string{"--host", "127.0.0.1", "--port", port, "--http-port", httpPort,
 		"--observatory-events", "4096", "--shutdown-timeout", "1"}, flags...)
 	cmd := exec.Command(binary(t), args...)
@@ -103,7 +127,7 @@ func startServer(t *testing.T, flags ...string) *server {
 	})
 	// Ready once it says it listens and /ui answers: another process may
 	// have taken a port since it was free, and would answer instead.
-	hc := &http.Client{Timeout: 2 * time.Second}
+	hc := s.httpClient(2 * time.Second)
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -147,7 +171,13 @@ type client struct {
 
 func dial(t *testing.T, s *server, name string) *client {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	var c net.Conn
+	var err error
+	if s.tls != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.addr, s.tls)
+	} else {
+		c, err = net.DialTimeout("tcp", s.addr, 5*time.Second)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +237,7 @@ func (c *client) release(key, token string) {
 // also starts the server's second of answering that search's result.
 func (s *server) deadlocks(t *testing.T) int {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second}
+	hc := s.httpClient(10 * time.Second)
 	defer hc.CloseIdleConnections()
 	res, err := hc.Get(s.url + "/v1/deadlocks")
 	if err != nil {
@@ -221,4 +251,9 @@ func (s *server) deadlocks(t *testing.T) int {
 		t.Fatalf("GET /v1/deadlocks: %d %v", res.StatusCode, err)
 	}
 	return len(reply.Deadlocks)
+}
+
+// httpClient is a client of the server's HTTP listener.
+func (s *server) httpClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: s.tls}}
 }
