@@ -7,13 +7,21 @@
   const TOKEN = "dflockd-observatory-token";
   const MAX_KEYS = 5000;     // keys loaded for the tables, in pages of 1000
   const MAX_EVENTS = 500;    // the timeline's length
-  const REFRESH_MS = 1000;   // at most one reload of the tables a second
+  const REFRESH_MS = 500;    // at most two reloads of the tables a second
+  // The server searches for deadlocks at most once a second and answers
+  // its last result in between (httpapi/deadlocks.go): a reload that came
+  // within that second of the events that closed a cycle is asked again
+  // once this long after it, else the cycle shows only at the next event.
+  const DEADLOCK_RECHECK_MS = 1100;
 
   const isElection = (k) => k.observers > 0 || k.holders.some((h) => h.elect);
+  // A lock nobody holds or waits for stays in the server until its idle
+  // GC: the claim tabs leave it out (a released key leaves the table).
+  const claimed = (k) => k.holders_total > 0 || k.waiters_total > 0 || k.observers > 0;
   const TABS = [
-    { id: "locks", title: "Locks", pick: (k) => (k.kind === "lock" && !isElection(k)) || k.kind === "rwlock", render: locksTable },
-    { id: "semaphores", title: "Semaphores", pick: (k) => k.kind === "semaphore", render: locksTable },
-    { id: "elections", title: "Elections", pick: (k) => k.kind === "lock" && isElection(k), render: locksTable },
+    { id: "locks", title: "Locks", pick: (k) => claimed(k) && ((k.kind === "lock" && !isElection(k)) || k.kind === "rwlock"), render: locksTable },
+    { id: "semaphores", title: "Semaphores", pick: (k) => claimed(k) && k.kind === "semaphore", render: locksTable },
+    { id: "elections", title: "Elections", pick: (k) => claimed(k) && k.kind === "lock" && isElection(k), render: locksTable },
     { id: "counters", title: "Counters", pick: (k) => k.kind === "counter", render: simpleTable(["Value", (k) => k.value]) },
     { id: "kv", title: "KV", pick: (k) => k.kind === "kv", render: simpleTable(["Bytes", (k) => k.value_len], ["TTL", (k) => (k.ttl_ms === undefined ? "none" : secs(k.ttl_ms))]) },
     { id: "lists", title: "Lists", pick: (k) => k.kind === "list", render: simpleTable(["Length", (k) => k.len], ["Pop waiters", (k) => waiters(k)]) },
@@ -23,7 +31,8 @@
   ];
 
   const state = { token: sessionStorage.getItem(TOKEN) || "", tab: "locks", keys: [], truncated: false,
-    deadlocks: [], events: [], lastId: "", prefix: "", stream: null, pending: null, detail: null, eventsOn: true };
+    deadlocks: [], events: [], lastId: "", prefix: "", stream: null, pending: null, detail: null, eventsOn: true,
+    lastRefresh: -Infinity, changed: false };
   const $ = (id) => document.getElementById(id);
 
   // h builds an element; strings become text nodes.
@@ -37,6 +46,10 @@
     for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
     return e;
   }
+
+  // clock is a time of day, 24-hour, with seconds: short enough for a
+  // phone's column.
+  function clock(t) { return new Date(t).toLocaleTimeString([], { hour12: false }); }
 
   function secs(ms) {
     if (ms < 1000) return ms + " ms";
@@ -94,10 +107,15 @@
 
   async function refresh() {
     state.pending = null;
+    state.lastRefresh = performance.now();
+    const changed = state.changed;
+    state.changed = false;
     try {
       const [, dl] = await Promise.all([loadKeys(), api("/v1/deadlocks")]);
       state.deadlocks = dl.deadlocks;
-      $("status").textContent = "Loaded " + new Date().toLocaleTimeString() + (state.truncated ? " (first " + MAX_KEYS + " keys; narrow the prefix)" : "");
+      // (Only a wait can start a deadlock; one shown may have ended.)
+      if (changed && (state.deadlocks.length || state.keys.some((k) => k.waiters_total > 0))) setTimeout(scheduleRefresh, DEADLOCK_RECHECK_MS);
+      $("status").textContent = "Loaded " + clock(Date.now()) + (state.truncated ? " (first " + MAX_KEYS + " keys; narrow the prefix)" : "");
       render();
       if (state.detail) showKey(state.detail);
     } catch (e) {
@@ -105,8 +123,12 @@
     }
   }
 
+  // A change shows at once when the tables were not reloaded in the last
+  // REFRESH_MS, else at the end of it: a busy server costs at most two
+  // reloads a second, a quiet one shows each change as it comes.
   function scheduleRefresh() {
-    if (!state.pending) state.pending = setTimeout(refresh, REFRESH_MS);
+    if (state.pending) return;
+    state.pending = setTimeout(refresh, Math.max(0, state.lastRefresh + REFRESH_MS - performance.now()));
   }
 
   // The event stream, parsed by hand: fetch can send the token.
@@ -158,6 +180,7 @@
       state.events.unshift(JSON.parse(data));
       state.events.length = Math.min(state.events.length, MAX_EVENTS);
       if (state.tab === "timeline") render();
+      state.changed = true;
       scheduleRefresh();
     } else if (event === "reset") {
       scheduleRefresh();
@@ -191,7 +214,7 @@
     if (!k.holders.length) return h("span", { class: "muted" }, "free");
     const ul = h("ul", { class: "claims" }, k.holders.map((x) => h("li", {}, who(x.client),
       x.writer ? " (write)" : "", x.elect ? " leader" : "", x.pending ? h("span", { class: "muted" }, " granted, not yet waited") : "",
-      h("br"), "lease ", live(x.lease_remaining_ms, true, x.lease_remaining_ms < 5000 ? "hot" : ""),
+      h("br"), "lease ", live(x.lease_remaining_ms, true, "lease" + (x.lease_remaining_ms < 5000 ? " hot" : "")),
       " · held ", live(x.held_ms, false), h("span", { class: "muted wide" }, " · fence " + x.fence),
       x.renewals !== undefined ? h("span", { class: "muted wide" }, " · " + x.renewals + " renewals") : "")));
     if (k.holders_total > k.holders.length) ul.append(h("li", { class: "muted" }, "… " + (k.holders_total - k.holders.length) + " more"));
@@ -199,25 +222,36 @@
   }
 
   function keyCell(k) {
-    return h("td", {}, h("span", { class: "key", tabindex: "0", role: "button", onclick: () => showKey(k.key) }, k.key),
-      k.kind === "rwlock" ? h("span", { class: "muted" }, " rw") : "", k.limit > 1 ? h("span", { class: "muted" }, " ×" + k.limit) : "");
+    return h("td", { class: "keycell" }, h("span", { class: "key", tabindex: "0", role: "button", onclick: () => showKey(k.key) }, k.key),
+      k.kind === "rwlock" ? h("span", { class: "muted" }, " rw") : "", k.limit > 1 ? h("span", { class: "muted" }, " ×" + k.limit) : "",
+      inDeadlock(k) ? h("span", { class: "badge dead", title: "in a deadlock: see the Deadlocks tab" }, "deadlock") : "");
+  }
+
+  // inDeadlock: the key is one of a deadlock's (its row is highlighted).
+  function inDeadlock(k) {
+    return state.deadlocks.some((d) => d.keys.some((x) => x.key === k.key && x.kind === k.kind));
+  }
+
+  // A row of a key: data-key and data-kind name it for scripts and tests.
+  function keyRow(k, ...cells) {
+    return h("tr", { "data-key": k.key, "data-kind": k.kind, class: inDeadlock(k) ? "deadlocked" : "" }, keyCell(k), ...cells);
   }
 
   function locksTable(keys) {
-    return h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "Held by"), h("th", {}, "Queue"))),
-      h("tbody", {}, keys.map((k) => h("tr", {}, keyCell(k), h("td", {}, holders(k)),
-        h("td", {}, h("span", { class: k.waiters_total ? "hot" : "muted" }, String(k.waiters_total)), " ", waiters(k))))));
+    return h("table", { class: "locks" }, h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", {}, "Held by"), h("th", {}, "Queue"))),
+      h("tbody", {}, keys.map((k) => keyRow(k, h("td", { class: "holders" }, holders(k)),
+        h("td", { class: "queue" }, h("span", { class: k.waiters_total ? "hot" : "muted" }, String(k.waiters_total)), " ", waiters(k))))));
   }
 
   function simpleTable(...cols) {
     return (keys) => h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Key"), cols.map(([t]) => h("th", {}, t)), h("th", { class: "wide" }, "Idle"))),
-      h("tbody", {}, keys.map((k) => h("tr", {}, keyCell(k), cols.map(([, f]) => h("td", {}, f(k))), h("td", { class: "wide" }, live(k.idle_ms, false))))));
+      h("tbody", {}, keys.map((k) => keyRow(k, cols.map(([, f]) => h("td", {}, f(k))), h("td", { class: "wide" }, live(k.idle_ms, false))))));
   }
 
   function deadlocksView() {
     if (!state.deadlocks.length) return h("p", { class: "muted" }, "No deadlock among the waiters.");
     return state.deadlocks.map((d) => h("div", { class: "deadlock" },
-      h("p", { class: "hot" }, "Deadlock since " + new Date(d.since).toLocaleTimeString() + ": " + d.sessions.length + " sessions, " + d.keys.length + " keys"),
+      h("p", { class: "hot" }, "Deadlock since " + clock(d.since) + ": " + d.sessions.length + " sessions, " + d.keys.length + " keys"),
       h("ul", { class: "claims" }, d.waits.map((w) => h("li", {}, who(clientOf(d, w.session_id)), " waits for " + w.kind + " ",
         h("span", { class: "key", onclick: () => showKey(w.key) }, w.key), " held by or queued ahead: ",
         w.on.map((s, i) => [i ? ", " : "", who(clientOf(d, s))])))),
@@ -230,12 +264,17 @@
 
   function eventsTable(events) {
     if (!events.length) return h("p", { class: "muted" }, state.eventsOn ? "No events yet." : "The server records no events (--observatory-events 0).");
-    return h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Time"), h("th", {}, "Event"), h("th", {}, "Key"), h("th", {}, "Client"), h("th", { class: "wide" }, "Fence"))),
-      h("tbody", {}, events.map((e) => h("tr", {}, h("td", {}, new Date(e.at).toLocaleTimeString()),
-        h("td", { class: "ev-" + e.kind }, e.kind.replace("_", " "), e.note ? h("div", { class: "muted" }, e.note) : ""),
-        h("td", {}, h("span", { class: "key", onclick: () => showKey(e.key) }, e.key)), h("td", {}, who(e.client)),
+    return h("table", { class: "events" }, h("thead", {}, h("tr", {}, h("th", {}, "Time"), h("th", {}, "Event"), h("th", { class: "keycol" }, "Key"), h("th", {}, "Client"), h("th", { class: "wide" }, "Fence"))),
+      h("tbody", {}, events.map((e) => h("tr", { "data-key": e.key, "data-event": e.kind }, h("td", { class: "time" }, clock(e.at)),
+        h("td", { class: "ev-" + e.kind }, EVENT_LABELS[e.kind] || e.kind.replace("_", " "), e.note ? h("div", { class: "muted" }, e.note) : ""),
+        h("td", { class: "keycol" }, h("span", { class: "key", onclick: () => showKey(e.key) }, e.key)), h("td", { class: "client" }, e.kind === "expire" ? h("span", { class: "hot" }, "lost by ") : "", who(e.client)),
         h("td", { class: "wide muted" }, e.fence || "")))));
   }
+
+  // What the timeline says of an event; its Client column is whose claim
+  // it was: for an expiry, the holder whose lease ran out.
+  const EVENT_LABELS = { expire: "lease expired", force_release: "force release", timeout: "wait timed out",
+    disconnect: "disconnect cleanup", queue: "queued", grant: "granted", release: "released", renew: "renewed", cancel: "wait withdrawn" };
 
   function timelineView() { return eventsTable(state.events); }
 
