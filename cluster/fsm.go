@@ -294,10 +294,7 @@ func (f *FSM) run(conn uint64, c *engine.Command) engine.Result {
 			}
 		}
 	}
-	// A foreign session is owed an answer for every command, so that it
-	// can tell its commands' answers from late grants: a tagged acquire
-	// that waits answers Blocked now, and its grant comes later.
-	f.deliverAnswer(conn, &r, c.Kind == engine.KindTaggedAcquire)
+	f.deliverAnswer(conn, &r, foreignKind(c.Kind))
 	for _, pc := range resume {
 		f.unpark(pc, c.At)
 	}
@@ -334,10 +331,15 @@ func (f *FSM) unpark(conn uint64, now timerwheel.Instant) {
 // to the output, translated to this node's connection numbers.
 func (f *FSM) deliver(conn uint64, rp *engine.Result) { f.deliverAnswer(conn, rp, false) }
 
-// deliverAnswer is deliver; a Result that waits (Blocked) is handed over
-// as the reply only with answerBlocked.
-func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, answerBlocked bool) {
+// deliverAnswer is deliver, for a foreign command's reply when foreign:
+// its session is owed an answer for every command, so that it can tell
+// them from late grants (engine.KindAnswer marks them), a tagged acquire
+// that waits included (Blocked now, its grant later).
+func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, foreign bool) {
 	r := *rp
+	if foreign {
+		r.Kind = engine.KindAnswer
+	}
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()
 	mine := f.deliverEpoch.Load()
@@ -348,7 +350,7 @@ func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, answerBlocked bool) 
 	if conn>>32 == mine && conn != 0 {
 		local = uint32(conn)
 	}
-	hasReply := local != 0 && (!r.Blocked || answerBlocked)
+	hasReply := local != 0 && (!r.Blocked || foreign)
 	f.tfx.Reset()
 	for _, e := range f.fx.List {
 		to, ok := f.localID(e.To, mine)
