@@ -78,7 +78,8 @@ func giveFence(t *testing.T, got, nonce string) uint64 {
 // fence, a second connection's ON waits (and IS meanwhile reports the
 // holder's fence), REFRESH checks the fence, OFF hands the lock to the
 // waiter with a greater fence, TRY on a taken lock says NO, pipelined
-// commands are all answered, past the bound of answers owed; every replica ends holding the same lock;
+// commands are all answered, past the bound of answers owed, and
+// after a half-close; every replica ends holding the same lock;
 // a follower answers ERR not_leader and hangs up; and a waiting ON on a
 // leader cut off from the others gets ERR not_leader when it is deposed.
 func TestGodistlockOnClusterMembers(t *testing.T) {
@@ -144,6 +145,25 @@ func TestGodistlockOnClusterMembers(t *testing.T) {
 		if got, want := a.reply(), fmt.Sprintf("LOCK p%d %d", i, f2); got != want {
 			t.Fatalf("pipelined IS %d: %q, want %q", i, got, want)
 		}
+	}
+	// A client that half-closes after its requests gets every answer,
+	// then the close, which releases what it took.
+	h := gdDial(t, l1)
+	if _, err := io.WriteString(h.c, "TRY hc 20000 x1\nIS hc x2\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	hf := giveFence(t, h.reply(), "x1")
+	if got, want := h.reply(), fmt.Sprintf("LOCK x2 %d", hf); got != want {
+		t.Fatalf("after a half-close: %q, want %q", got, want)
+	}
+	if !h.closed() {
+		t.Fatal("the half-closed connection was not closed after its answers")
+	}
+	if got := a.do("IS hc a6"); got != "NO a6" {
+		t.Fatalf("IS after the half-closed client left: %q, want NO a6", got)
 	}
 	// Every replica applied the same: one lock held, nobody waiting.
 	for _, s := range ss {

@@ -174,6 +174,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		// (godistlock_owed.go).
 		req.nonce = bytes.Clone(r.Nonce)
 		g.owed = append(g.owed, req)
+		g.noteOwed(s)
 		return out, false
 	}
 	return g.answer(s, out, &req, res)

@@ -39,6 +39,18 @@ func (g *godistlock) owes(tag uint32) bool {
 	return false
 }
 
+// noteOwed counts a request just owed in s.owed too, as a dflockd
+// session does (owed.go), so that a peer's half-close waits for the
+// answers (Session.PeerClosed) and the close the session then proposes
+// applies behind the requests. A transport that would close at once on
+// the peer's EOF is not read meanwhile (Transport.HalfOpen), as there.
+func (g *godistlock) noteOwed(s *Session) {
+	s.owed++
+	if !s.readOff && !s.t.HalfOpen() {
+		s.pauseWhileBlocked()
+	}
+}
+
 // stopFull stops parsing at maxOwed answers owed, and reading where the
 // transport can: the answers' arrival resumes both (deliverOwed).
 func (g *godistlock) stopFull(s *Session) {
@@ -56,13 +68,19 @@ func (g *godistlock) stopFull(s *Session) {
 func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 	switch {
 	case r.Kind == engine.KindGone:
-		return true // the close applied: nothing is owed after it
+		// The close applied: nothing is owed after it. A peer that
+		// half-closed has had every answer (PeerClosed).
+		if s.peerGone {
+			s.t.Close()
+		}
+		return true
 	case r.Kind == engine.KindAnswer:
 		if len(g.owed) == 0 {
 			return true // cannot happen: one answer per command
 		}
 		q := g.owed[0]
 		g.owed = slices.Delete(g.owed, 0, 1)
+		s.owed--
 		sc := s.t.Scratch()
 		out, stop := g.answer(s, sc.Out[:0], &q, r)
 		if len(out) > 0 {
@@ -73,9 +91,12 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 			s.t.Close()
 			return true
 		}
-		if g.full && len(g.owed) < maxOwed {
-			g.full = false
-			s.resumeAfterBlocked()
+		wake := g.full
+		g.full = false
+		if len(g.owed) == 0 || s.t.HalfOpen() {
+			s.resumeAfterBlocked() // read again (noteOwed, stopFull)
+		}
+		if wake {
 			s.t.Wake() // parse what waited
 		}
 		return true
@@ -96,7 +117,7 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		for _, t := range tags {
 			out = parse.AppendGodistlockErr(out, g.parked[t], parse.ErrGodistlockNotLeader)
 		}
-		g.owed, g.parked = g.owed[:0], map[uint32][]byte{}
+		g.owed, g.parked, s.owed = g.owed[:0], map[uint32][]byte{}, 0
 		s.write(out)
 		sc.Out = out[:0]
 		s.t.Close()
