@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -11,22 +10,11 @@ import (
 	"time"
 )
 
-// gdClient is a godistlock connection.
-type gdClient struct {
-	t *testing.T
-	c net.Conn
-	r *bufio.Reader
-}
+// gdClient is a godistlock connection: a client (server_test.go)
+// speaking godistlock's lines.
+type gdClient struct{ *client }
 
-func gdDial(t *testing.T, s *server) *gdClient {
-	t.Helper()
-	c, err := net.Dial("tcp", s.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &gdClient{t: t, c: c, r: bufio.NewReader(c)}
-}
+func gdDial(t *testing.T, s *server) *gdClient { return &gdClient{dial(t, s)} }
 
 func (c *gdClient) send(line string) {
 	c.t.Helper()
@@ -37,12 +25,7 @@ func (c *gdClient) send(line string) {
 
 func (c *gdClient) reply() string {
 	c.t.Helper()
-	_ = c.c.SetReadDeadline(time.Now().Add(awaitFor))
-	line, err := c.r.ReadString('\n')
-	if err != nil {
-		c.t.Fatalf("no reply: %v", err)
-	}
-	return strings.TrimSuffix(line, "\n")
+	return c.client.reply(awaitFor)
 }
 
 func (c *gdClient) do(line string) string {
