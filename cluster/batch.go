@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -61,6 +62,16 @@ const (
 	// forgets it), for redirects to members added at run time
 	// (members.go).
 	OpMember
+	// OpForeign is a lock command of a foreign protocol (godistlock) of
+	// connection Conn: a tagged acquire, a release or renew by key, a
+	// holder query (engine/foreign.go), in Foreign. Added after the
+	// format's first release as a new kind, not a new format: logs and
+	// snapshots written before it read as they did, and a replica too
+	// old to know it stops on the first one (ErrBadBatch) rather than
+	// skip it, as for any kind it does not know. A leader proposes one
+	// only for a godistlock client (--godistlock-port), so a rolling
+	// upgrade works as long as that listener is enabled after it.
+	OpForeign
 	opLimit
 )
 
@@ -74,6 +85,28 @@ type Op struct {
 	TTL  time.Duration // OpOrphanTTL
 	// Member: OpMember.
 	Member Member
+	// Foreign: OpForeign.
+	Foreign Foreign
+}
+
+// Foreign is a foreign protocol's lock command (engine/foreign.go): the
+// fields of an engine.Command that those kinds read.
+type Foreign struct {
+	Kind    engine.Kind // KindTaggedAcquire, KindOwnRelease, KindFenceRenew or KindHolder
+	Key     []byte
+	Tag     uint32 // KindTaggedAcquire: the session's name for a wait (not 0 when Wait)
+	Wait    bool   // KindTaggedAcquire
+	Fence   uint64 // KindFenceRenew
+	LeaseMs int64  // KindTaggedAcquire, KindFenceRenew: 0 = the default lease
+}
+
+// foreignKind reports whether k is a command kind OpForeign carries.
+func foreignKind(k engine.Kind) bool {
+	switch k {
+	case engine.KindTaggedAcquire, engine.KindOwnRelease, engine.KindFenceRenew, engine.KindHolder:
+		return true
+	}
+	return false
 }
 
 // Init is the replicated configuration of the engine.
@@ -162,6 +195,16 @@ func appendOp(dst []byte, op *Op) []byte {
 		dst = binary.AppendVarint(dst, int64(op.TTL))
 	case OpMember:
 		dst = appendMember(dst, &op.Member)
+	case OpForeign:
+		// conn | u8 engine kind | key | uvarint tag | u8 wait | uvarint fence | varint lease ms
+		fo := &op.Foreign
+		dst = binary.AppendUvarint(dst, op.Conn)
+		dst = append(dst, byte(fo.Kind))
+		dst = appendBytes(dst, fo.Key)
+		dst = binary.AppendUvarint(dst, uint64(fo.Tag))
+		dst = append(dst, byte(b2i(fo.Wait)))
+		dst = binary.AppendUvarint(dst, fo.Fence)
+		dst = binary.AppendVarint(dst, fo.LeaseMs)
 	default:
 		panic(fmt.Sprintf("cluster: encoding an op of unknown kind %d", op.Kind))
 	}
@@ -318,6 +361,26 @@ func (d *decoder) op() Op {
 		}
 	case OpMember:
 		op.Member = d.member()
+	case OpForeign:
+		op.Conn = d.uvarint()
+		fo := &op.Foreign
+		fo.Kind = engine.Kind(d.byte())
+		fo.Key = d.bytes()
+		t := d.uvarint()
+		w := d.byte()
+		fo.Fence, fo.LeaseMs = d.uvarint(), d.varint()
+		fo.Tag, fo.Wait = uint32(t), w == 1
+		switch {
+		case d.err != nil:
+		case !foreignKind(fo.Kind):
+			d.fail(fmt.Sprintf("foreign kind %d", fo.Kind))
+		case t > 1<<32-1 || w > 1 || (fo.Wait && fo.Tag == 0) ||
+			fo.LeaseMs < 0 || fo.LeaseMs > parse.MaxGodistlockLeaseMs:
+			// The engine panics on a wait with tag 0, and a lease past
+			// the grammar's bound would overflow the clock: refuse them
+			// here, where every replica refuses them alike.
+			d.fail("foreign fields")
+		}
 	default:
 		d.fail(fmt.Sprintf("op kind %d", op.Kind))
 	}

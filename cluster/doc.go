@@ -26,5 +26,7 @@
 // connections through its Output; followers deliver nothing.
 //
 // Every request but stats goes through the log, reads included, so a
-// reply never shows state a later leader could lose.
+// reply never shows state a later leader could lose; so do godistlock's
+// lock commands (OpForeign, foreign.go), answered by tag and nonce rather
+// than in order behind a wait.
 package cluster

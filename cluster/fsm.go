@@ -213,6 +213,11 @@ func (f *FSM) applyBatch(b *Batch) any {
 			}
 		case OpMember:
 			f.applyMember(&op.Member)
+		case OpForeign:
+			if f.eng == nil || op.Conn>>32 != f.epoch {
+				continue // from an epoch already closed
+			}
+			f.foreign(op, now)
 		case OpGC:
 			if f.eng != nil {
 				f.run(0, &engine.Command{Kind: engine.KindGC, At: now})
@@ -289,7 +294,7 @@ func (f *FSM) run(conn uint64, c *engine.Command) engine.Result {
 			}
 		}
 	}
-	f.deliver(conn, &r)
+	f.deliverAnswer(conn, &r, foreignKind(c.Kind))
 	for _, pc := range resume {
 		f.unpark(pc, c.At)
 	}
@@ -324,8 +329,17 @@ func (f *FSM) unpark(conn uint64, now timerwheel.Instant) {
 
 // deliver hands a command's reply (for connection conn) and its effects
 // to the output, translated to this node's connection numbers.
-func (f *FSM) deliver(conn uint64, rp *engine.Result) {
+func (f *FSM) deliver(conn uint64, rp *engine.Result) { f.deliverAnswer(conn, rp, false) }
+
+// deliverAnswer is deliver, for a foreign command's reply when foreign:
+// its session is owed an answer for every command, so that it can tell
+// them from late grants (engine.KindAnswer marks them), a tagged acquire
+// that waits included (Blocked now, its grant later).
+func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, foreign bool) {
 	r := *rp
+	if foreign {
+		r.Kind = engine.KindAnswer
+	}
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()
 	mine := f.deliverEpoch.Load()
@@ -336,7 +350,7 @@ func (f *FSM) deliver(conn uint64, rp *engine.Result) {
 	if conn>>32 == mine && conn != 0 {
 		local = uint32(conn)
 	}
-	hasReply := local != 0 && !r.Blocked
+	hasReply := local != 0 && (!r.Blocked || foreign)
 	f.tfx.Reset()
 	for _, e := range f.fx.List {
 		to, ok := f.localID(e.To, mine)

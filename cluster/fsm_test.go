@@ -33,7 +33,7 @@ func (o *textOutput) Deliver(conn uint32, hasReply bool, r engine.Result, fx *en
 }
 
 func (o *textOutput) note(conn uint32, r engine.Result) {
-	o.lines = append(o.lines, fmt.Sprintf("%d %v %d %s %d %d %q %v %+v", conn, r.Status, r.Kind, r.Token.Append(nil), r.Lease, r.Int, r.Value, r.Items, r.Push))
+	o.lines = append(o.lines, fmt.Sprintf("%d %v %d %s %d %d %q %v %+v %d %v", conn, r.Status, r.Kind, r.Token.Append(nil), r.Lease, r.Int, r.Value, r.Items, r.Push, r.Tag, r.Blocked))
 }
 
 func (o *textOutput) Demoted() {}
@@ -81,6 +81,9 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 		case 1:
 			b.Ops = append(b.Ops, Op{Kind: OpGC})
 			continue
+		case 2, 3:
+			b.Ops = append(b.Ops, Op{Kind: OpForeign, Conn: conn, Foreign: g.foreign()})
+			continue
 		}
 		key := fmt.Sprint("k", g.rng.IntN(4))
 		tok := "0000000000000000000000000000000a"
@@ -105,6 +108,24 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 	data := AppendBatch(nil, &b)
 	g.batches = append(g.batches, data)
 	return data
+}
+
+// foreign returns a random godistlock command (engine/foreign.go) on the
+// keys the dflockd requests use, so both protocols contend for them.
+func (g *fsmGen) foreign() Foreign {
+	fo := Foreign{Key: []byte(fmt.Sprint("k", g.rng.IntN(4))), LeaseMs: int64(g.rng.IntN(3)) * 700}
+	switch g.rng.IntN(5) {
+	case 0, 1:
+		fo.Kind, fo.Wait = engine.KindTaggedAcquire, g.rng.IntN(3) > 0
+		fo.Tag = uint32(1 + g.rng.IntN(5))
+	case 2:
+		fo.Kind = engine.KindOwnRelease
+	case 3:
+		fo.Kind, fo.Fence = engine.KindFenceRenew, 1<<40+uint64(g.rng.IntN(40))
+	default:
+		fo.Kind = engine.KindHolder
+	}
+	return fo
 }
 
 // replay applies batches to f as raft would, delivering to the latest

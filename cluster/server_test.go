@@ -44,18 +44,25 @@ type transport int
 const (
 	overLoops transport = iota
 	overNetconn
+	// godistlockNetconn serves the godistlock protocol, not dflockd's,
+	// on the members' client listeners (godistlock_server_test.go).
+	godistlockNetconn
 )
 
-func (tr transport) String() string { return [...]string{"loops", "netconn"}[tr] }
+func (tr transport) String() string { return [...]string{"loops", "netconn", "godistlock"}[tr] }
 
 // serve serves ln's clients on hub until the test ends; stop runs before
 // the member's node shuts down.
 func (tr transport) serve(t *testing.T, hub *session.Hub, ln net.Listener) (stop func()) {
 	served := make(chan error, 1)
 	var shut func()
-	if tr == overNetconn {
+	if tr == overNetconn || tr == godistlockNetconn {
+		proto := session.Dflockd
+		if tr == godistlockNetconn {
+			proto = session.Godistlock
+		}
 		srv := netconn.New(hub, netconn.Config{})
-		go func() { served <- srv.Serve(ln, session.Dflockd) }()
+		go func() { served <- srv.Serve(ln, proto) }()
 		shut = func() { _ = srv.Close() }
 	} else {
 		srv := loop.New(loop.Config{Hub: hub, Listeners: []net.Listener{ln}, Loops: 2}, hub.Clock())

@@ -130,6 +130,13 @@ const (
 	// away that its close has applied, so nothing more will come for it
 	// (session.Session.PeerClosed). The engine never makes one.
 	KindGone
+	// KindAnswer marks the answer of a foreign command (foreign.go) that
+	// a cluster applied from its log: that session is owed one for each
+	// command, a wait's (Blocked) included, and tells them from the late
+	// grants of its waits, which also carry tags, by this mark (the
+	// godistlock codec ignores the kind otherwise). The engine never
+	// makes one.
+	KindAnswer
 )
 
 // Push is the content of an asynchronous line; parse.AppendPush encodes it.

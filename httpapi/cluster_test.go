@@ -39,13 +39,16 @@ type member struct {
 type replica struct{ node *cluster.Node }
 
 func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.Submit(conn, req) }
-func (r *replica) Close(conn uint32)                            { r.node.Close(conn) }
-func (r *replica) Cancel(conn, tag uint32) error                { return r.node.Cancel(conn, tag) }
-func (r *replica) Engine() *engine.Engine                       { return r.node.Engine() }
-func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
-func (r *replica) Leading() bool                                { return r.node.Leading() }
-func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
-func (r *replica) ClusterStats() *vocab.ClusterStats            { return r.node.ClusterStats() }
+func (r *replica) SubmitForeign(conn uint32, c *engine.Command) error {
+	return r.node.SubmitForeign(conn, c)
+}
+func (r *replica) Close(conn uint32)                 { r.node.Close(conn) }
+func (r *replica) Cancel(conn, tag uint32) error     { return r.node.Cancel(conn, tag) }
+func (r *replica) Engine() *engine.Engine            { return r.node.Engine() }
+func (r *replica) Now() timerwheel.Instant           { return r.node.Now() }
+func (r *replica) Leading() bool                     { return r.node.Leading() }
+func (r *replica) LeaderAddr() string                { return r.node.LeaderAddr() }
+func (r *replica) ClusterStats() *vocab.ClusterStats { return r.node.ClusterStats() }
 
 // clientAddr is the (fake) client address of member id, for redirects.
 func clientAddr(id raft.ServerID) string { return "client-" + string(id) + ":6388" }

@@ -86,16 +86,17 @@ func (e *GodistlockError) Error() string { return "parse: godistlock: " + e.Reas
 // The ERR reasons, with their exact wire words. The first five come from
 // NextGodistlock, the rest from the connection (loop).
 var (
-	ErrGodistlockUnknown  = &GodistlockError{"unknown_command"}      // keyword not in the protocol
-	ErrGodistlockArgs     = &GodistlockError{"wrong_argument_count"} // or an empty field
-	ErrGodistlockLock     = &GodistlockError{"invalid_lock"}         // blank inside, or over MaxLine bytes
-	ErrGodistlockTimeout  = &GodistlockError{"invalid_timeout"}      // not 0..MaxGodistlockLeaseMs
-	ErrGodistlockFence    = &GodistlockError{"invalid_fence"}        // not a decimal uint64
-	ErrGodistlockTooLong  = &GodistlockError{"line_too_long"}        // over MaxGodistlockLine
-	ErrGodistlockDeadline = &GodistlockError{"read_timeout"}         // a started line did not end in time
-	ErrGodistlockPending  = &GodistlockError{"too_many_pending"}     // too many parked ONs
-	ErrGodistlockDraining = &GodistlockError{"server_draining"}      // graceful shutdown
-	ErrGodistlockInternal = &GodistlockError{"internal_error"}       // e.g. the fence journal failed
+	ErrGodistlockUnknown   = &GodistlockError{"unknown_command"}      // keyword not in the protocol
+	ErrGodistlockArgs      = &GodistlockError{"wrong_argument_count"} // or an empty field
+	ErrGodistlockLock      = &GodistlockError{"invalid_lock"}         // blank inside, or over MaxLine bytes
+	ErrGodistlockTimeout   = &GodistlockError{"invalid_timeout"}      // not 0..MaxGodistlockLeaseMs
+	ErrGodistlockFence     = &GodistlockError{"invalid_fence"}        // not a decimal uint64
+	ErrGodistlockTooLong   = &GodistlockError{"line_too_long"}        // over MaxGodistlockLine
+	ErrGodistlockDeadline  = &GodistlockError{"read_timeout"}         // a started line did not end in time
+	ErrGodistlockPending   = &GodistlockError{"too_many_pending"}     // too many parked ONs
+	ErrGodistlockDraining  = &GodistlockError{"server_draining"}      // graceful shutdown
+	ErrGodistlockInternal  = &GodistlockError{"internal_error"}       // e.g. the fence journal failed
+	ErrGodistlockNotLeader = &GodistlockError{"not_leader"}           // a cluster member that does not lead
 )
 
 // NextGodistlock parses the first line of b. On success it returns the

@@ -33,6 +33,9 @@
 // §A.6; a member pipelines, its log keeping each connection's requests in
 // order), and so what input piling up and a peer's half-close mean
 // (owed.go). HTTP sessions are Endpoints on the same applier (Hub.Call).
+// A godistlock session hands its lock commands to the same applier; it
+// answers by nonce, not in order, so it keeps its own list of what is
+// owed (godistlock_owed.go) and parks each ON that waits under a tag.
 //
 // Concurrency: a Session's methods are called on its transport's
 // goroutine, one at a time, except Backlogged; other goroutines reach a

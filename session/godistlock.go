@@ -34,6 +34,12 @@ import (
 //     Only a line that has started must end within --read-timeout.
 //   - Malformed input and protocol failures answer "ERR <nonce> <reason>"
 //     and close; the nonce is "-" when it cannot be known.
+//   - On a cluster member the commands go through the replicated log
+//     like dflockd's (cluster.OpForeign): every answer is owed until its
+//     entry applies (godistlock_owed.go); a member that does not lead
+//     answers "ERR <nonce> not_leader" and closes, as does a leader that
+//     stops leading for what it still owed. HELLO and STATS are answered
+//     at once from the member itself.
 
 // maxGodistlockPending bounds the parked ONs of one session: each keeps a
 // copy of its nonce, and nothing else bounds how many a client pipelines.
@@ -47,15 +53,21 @@ type godistlock struct {
 	// partial: a line has started and not ended; only then does the read
 	// deadline apply.
 	partial bool
+	// owed: on a cluster member, the requests whose answers the log
+	// owes, oldest first (godistlock_owed.go); full: parsing stopped at
+	// maxOwed of them.
+	owed []godistlockOwed
+	full bool
 }
 
 func newGodistlock() *godistlock { return &godistlock{parked: make(map[uint32][]byte)} }
 
-// newTag returns a non-zero tag no parked ON of this session uses.
+// newTag returns a non-zero tag no parked or owed ON of this session
+// uses.
 func (g *godistlock) newTag() uint32 {
 	for {
 		g.lastTag++
-		if _, used := g.parked[g.lastTag]; g.lastTag != 0 && !used {
+		if _, used := g.parked[g.lastTag]; g.lastTag != 0 && !used && !g.owes(g.lastTag) {
 			return g.lastTag
 		}
 	}
@@ -73,6 +85,10 @@ func (g *godistlock) input(s *Session, buf, out []byte, now timerwheel.Instant) 
 	more, over, stop := false, false, false
 	unsent := s.t.Unsent()
 	for !stop {
+		if len(g.owed) >= maxOwed {
+			g.stopFull(s) // godistlock_owed.go
+			break
+		}
 		if len(out) >= replyBudget {
 			more = true
 			break
@@ -95,8 +111,13 @@ func (g *godistlock) input(s *Session, buf, out []byte, now timerwheel.Instant) 
 		}
 		out, stop = g.exec(s, out, &req, now)
 	}
+	if g.full && len(buf)-off > maxPausedInput {
+		// Input piles up where reading cannot be paused.
+		return off, parse.AppendGodistlockErr(out, nil, parse.ErrGodistlockPending), false, true
+	}
 	if !stop {
-		g.noteProgress(s, len(buf) > off, lines > 0, now)
+		// While full, unparsed lines are not the peer's to hurry.
+		g.noteProgress(s, len(buf) > off && !g.full, lines > 0, now)
 	}
 	if over && !stop {
 		s.pauseAfter(out)
@@ -136,28 +157,59 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 			}
 			cmd.Tag = g.newTag()
 		}
-		res, _ := s.applyForeign(cmd)
+	case parse.GodistlockRefresh:
+		cmd.Kind, cmd.Fence = engine.KindFenceRenew, r.Fence
+	case parse.GodistlockOff:
+		cmd.Kind = engine.KindOwnRelease
+	case parse.GodistlockIs:
+		cmd.Kind = engine.KindHolder
+	case parse.GodistlockStats:
+		return g.appendStats(s, out, r.Nonce), false
+	default:
+		panic("session: no handler for godistlock op " + r.Op.String())
+	}
+	req := godistlockOwed{op: r.Op, nonce: r.Nonce, tag: cmd.Tag, fence: r.Fence}
+	res, _, done := h.app.apply(cmd, &sc.Fx)
+	if !done && !res.Blocked {
+		// A cluster member: the answer comes when the log entry applies
+		// (godistlock_owed.go).
+		req.nonce = bytes.Clone(r.Nonce)
+		g.owed = append(g.owed, req)
+		g.noteOwed(s)
+		return out, false
+	}
+	return g.answer(s, out, &req, res)
+}
+
+// answer appends the reply of request q given its result: a Blocked ON
+// is parked under its tag until its grant is delivered.
+func (g *godistlock) answer(s *Session, out []byte, q *godistlockOwed, res engine.Result) (_ []byte, stop bool) {
+	if res.Status == vocab.StatusErrorNotLeader {
+		// A cluster member that does not lead: godistlock's ERR says
+		// "you will be disconnected, maybe try another server", which is
+		// what its clients do (README, "godistlock clients").
+		return parse.AppendGodistlockErr(out, q.nonce, parse.ErrGodistlockNotLeader), true
+	}
+	switch q.op {
+	case parse.GodistlockOn, parse.GodistlockTry:
 		if res.Blocked {
-			g.parked[cmd.Tag] = bytes.Clone(r.Nonce)
+			g.parked[q.tag] = bytes.Clone(q.nonce)
 			return out, false
 		}
 		switch res.Status {
 		case vocab.StatusOK:
-			return parse.AppendGodistlockGive(out, r.Nonce, res.Token.Fence), false
+			return parse.AppendGodistlockGive(out, q.nonce, res.Token.Fence), false
 		case vocab.StatusError:
-			return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockInternal), true
+			return parse.AppendGodistlockErr(out, q.nonce, parse.ErrGodistlockInternal), true
 		}
 		// Taken (TRY), or --max-locks / --max-waiters reached.
-		return parse.AppendGodistlockNo(out, r.Nonce), false
+		return parse.AppendGodistlockNo(out, q.nonce), false
 	case parse.GodistlockRefresh:
-		cmd.Kind, cmd.Fence = engine.KindFenceRenew, r.Fence
-		if res, _ := s.applyForeign(cmd); res.Status == vocab.StatusOK {
-			return parse.AppendGodistlockGive(out, r.Nonce, r.Fence), false
+		if res.Status == vocab.StatusOK {
+			return parse.AppendGodistlockGive(out, q.nonce, q.fence), false
 		}
-		return parse.AppendGodistlockNo(out, r.Nonce), false
+		return parse.AppendGodistlockNo(out, q.nonce), false
 	case parse.GodistlockOff:
-		cmd.Kind = engine.KindOwnRelease
-		res, _ := s.applyForeign(cmd)
 		if nonce, ok := g.parked[res.Tag]; ok && res.Tag != 0 {
 			// A withdrawn wait, or a grant released before its GIVE was
 			// written: that ON ends with NO and its delivery is dropped.
@@ -166,26 +218,36 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		}
 		return out, false
 	case parse.GodistlockIs:
-		cmd.Kind = engine.KindHolder
-		if res, _ := s.applyForeign(cmd); res.Status == vocab.StatusOK {
-			return parse.AppendGodistlockLock(out, r.Nonce, res.Token.Fence), false
+		if res.Status == vocab.StatusOK {
+			return parse.AppendGodistlockLock(out, q.nonce, res.Token.Fence), false
 		}
-		return parse.AppendGodistlockNo(out, r.Nonce), false
-	case parse.GodistlockStats:
-		e := h.Engine()
-		held, waiting := e.LockCounts()
-		out = parse.AppendGodistlockStat(out, r.Nonce, "connections", int64(h.Connections()))
-		out = parse.AppendGodistlockStat(out, r.Nonce, "locks", int64(held))
-		out = parse.AppendGodistlockStat(out, r.Nonce, "waiters", int64(waiting))
-		out = parse.AppendGodistlockStat(out, r.Nonce, "keys", int64(e.Keys()))
-		return parse.AppendGodistlockStatsEnd(out, r.Nonce), false
+		return parse.AppendGodistlockNo(out, q.nonce), false
 	}
-	panic("session: no handler for godistlock op " + r.Op.String())
+	panic("session: no answer for godistlock op " + q.op.String())
+}
+
+// appendStats answers STATS from the engine's state here (a member's
+// replica: before the cluster's first entry, an empty one).
+func (g *godistlock) appendStats(s *Session, out, nonce []byte) []byte {
+	h := s.hub
+	held, waiting, keys := 0, 0, 0
+	if e := h.Engine(); e != nil {
+		held, waiting = e.LockCounts()
+		keys = e.Keys()
+	}
+	out = parse.AppendGodistlockStat(out, nonce, "connections", int64(h.Connections()))
+	out = parse.AppendGodistlockStat(out, nonce, "locks", int64(held))
+	out = parse.AppendGodistlockStat(out, nonce, "waiters", int64(waiting))
+	out = parse.AppendGodistlockStat(out, nonce, "keys", int64(keys))
+	return parse.AppendGodistlockStatsEnd(out, nonce)
 }
 
 // deliver writes the late reply of a parked ON: GIVE, or ERR and a close
 // when the server drains (or the fence source failed).
 func (g *godistlock) deliver(s *Session, r engine.Result) {
+	if g.deliverOwed(s, r) { // godistlock_owed.go
+		return
+	}
 	nonce, ok := g.parked[r.Tag]
 	if !ok {
 		return // settled by OFF meanwhile
@@ -204,14 +266,4 @@ func (g *godistlock) deliver(s *Session, r engine.Result) {
 	}
 	s.write(parse.AppendGodistlockErr(sc.Out[:0], nonce, reason))
 	s.t.Close()
-}
-
-// applyForeign runs a godistlock command. Its answer is now, or, for an
-// ON that waits (Blocked), a delivery matched by its tag (g.parked): the
-// codec keeps its own order, since the protocol answers by nonce. The
-// log has no vocabulary for these commands, so the listener is not
-// served on a cluster member, whose applier refuses them.
-func (s *Session) applyForeign(c *engine.Command) (engine.Result, int) {
-	r, n, _ := s.hub.app.apply(c, &s.t.Scratch().Fx)
-	return r, n
 }

@@ -14,6 +14,11 @@ type Replica interface {
 	// Submit proposes a request of connection conn; an error means this
 	// node does not lead, and nothing was proposed.
 	Submit(conn uint32, req *vocab.Request) error
+	// SubmitForeign proposes a foreign protocol's lock command of
+	// connection conn (engine/foreign.go's kinds, for godistlock), as
+	// Submit does. Its answer comes back marked engine.KindAnswer, even
+	// for a tagged acquire that waits (Blocked), whose grant follows.
+	SubmitForeign(conn uint32, c *engine.Command) error
 	// Cancel proposes the withdrawal of connection conn's parked request
 	// (tag 0: its one parked request). Its answer, like any other, comes
 	// back through the hub: ok with Int 1 if it withdrew one, Int 0 if
@@ -71,10 +76,10 @@ func (p *replicated) apply(c *engine.Command, _ *engine.Effects) (engine.Result,
 		err = p.rep.Submit(uint32(c.Session), &c.Req)
 	case engine.KindCancel:
 		err = p.rep.Cancel(uint32(c.Session), c.Tag)
+	case engine.KindTaggedAcquire, engine.KindOwnRelease, engine.KindFenceRenew, engine.KindHolder:
+		err = p.rep.SubmitForeign(uint32(c.Session), c)
 	default:
-		// The foreign protocols' commands are not in the log's
-		// vocabulary: their listeners are not served on a member.
-		return engine.Result{Status: vocab.StatusError}, 0, true
+		return engine.Result{Status: vocab.StatusError}, 0, true // no other kind reaches an applier
 	}
 	if err != nil {
 		return p.notLeader(), 0, true

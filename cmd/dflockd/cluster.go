@@ -1,13 +1,14 @@
 package main
 
 // Cluster mode (spec §G): with --raft-dir the server is one member of a
-// raft cluster (package cluster). Its client listener is served by
-// package netconn (or, with --cluster-loops, the gnet loops of package
-// loop) over a cluster hub: every
-// request but stats goes
-// through the replicated log, a follower answers error_not_leader
-// <leader's client address>, and a leader that stops leading answers the
-// requests it had in flight the same way.
+// raft cluster (package cluster). Its client listener, and godistlock's
+// with --godistlock-port, are served by package netconn (or, with
+// --cluster-loops, the gnet loops of package loop) over a cluster hub:
+// every request but stats (godistlock: but HELLO and STATS) goes through
+// the replicated log, a follower answers error_not_leader <leader's
+// client address> (godistlock: ERR <nonce> not_leader, and a close), and
+// a leader that stops leading answers the requests it had in flight the
+// same way.
 
 import (
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
@@ -111,9 +112,6 @@ func checkCluster(cfg *Config) error {
 		return errors.Join(errs...)
 	}
 	var errs []error
-	if cfg.GodistlockPort != 0 {
-		errs = append(errs, errors.New("--godistlock-port is not served in cluster mode"))
-	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("--node-id is required with --raft-dir"))
 	}
@@ -197,12 +195,15 @@ func raftTLS(c *ClusterConfig) (server, client *tls.Config, err error) {
 type replica struct{ node *cluster.Node }
 
 func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.Submit(conn, req) }
-func (r *replica) Close(conn uint32)                            { r.node.Close(conn) }
-func (r *replica) Engine() *engine.Engine                       { return r.node.Engine() }
-func (r *replica) Now() timerwheel.Instant                      { return r.node.Now() }
-func (r *replica) Leading() bool                                { return r.node.Leading() }
-func (r *replica) LeaderAddr() string                           { return r.node.LeaderAddr() }
-func (r *replica) ClusterStats() *vocab.ClusterStats            { return r.node.ClusterStats() }
+func (r *replica) SubmitForeign(conn uint32, c *engine.Command) error {
+	return r.node.SubmitForeign(conn, c)
+}
+func (r *replica) Close(conn uint32)                 { r.node.Close(conn) }
+func (r *replica) Engine() *engine.Engine            { return r.node.Engine() }
+func (r *replica) Now() timerwheel.Instant           { return r.node.Now() }
+func (r *replica) Leading() bool                     { return r.node.Leading() }
+func (r *replica) LeaderAddr() string                { return r.node.LeaderAddr() }
+func (r *replica) ClusterStats() *vocab.ClusterStats { return r.node.ClusterStats() }
 
 // clusterServer is a cluster member as main drives a server: Serve until
 // Shutdown, which hands leadership over, drains the clients and stops
@@ -224,9 +225,11 @@ type clusterServer struct {
 	raftEvents *metrics.RaftEvents
 }
 
-// newClusterServer opens the node's storage, binds the raft and client
-// listeners (errors before anything says listening), and starts raft.
-func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client net.Listener, certs *tlscert.Store,
+// newClusterServer opens the node's storage, binds the raft listener
+// (errors before anything says listening), and starts raft. client is
+// the bound client listener, gd godistlock's (nil without
+// --godistlock-port).
+func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client, gd net.Listener, certs *tlscert.Store,
 	scfg session.Config, ecfg engine.Config, ncfg netconn.Config) (*clusterServer, error) {
 	c := &cfg.Cluster
 	peers, _ := cluster.ParsePeers(c.Peers) // checked by LoadConfig
@@ -286,7 +289,13 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	var out cluster.Output = hub
 	var fw *relay.Relay
 	if c.Forward {
+		lim := ncfg.Limiter
 		fw, out, client = clusterForwarder(cfg, log, client, &ncfg, hub, r)
+		if gd != nil {
+			// godistlock's connections are not relayed (forward.go): they
+			// are admitted under the same caps as the relay's.
+			gd = cappedListener{Listener: gd, lim: lim, events: ncfg.Events}
+		}
 	}
 	rc := cluster.DefaultRaft()
 	rc.Logger = rlog
@@ -330,10 +339,14 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 			ncfg.HandshakeTimeout = cfg.ReadTimeout
 		}
 		ns := netconn.New(hub, ncfg)
-		srv, serve = ns, func() error { return ns.Serve(client, session.Dflockd) }
+		srv, serve = ns, func() error { return serveNetconn(ns, client, gd) }
 	} else {
+		ls := []net.Listener{client}
+		if gd != nil {
+			ls = append(ls, gd) // the second listener speaks godistlock
+		}
 		gs := loop.New(loop.Config{Loops: cfg.Loops, Limiter: ncfg.Limiter, Events: ncfg.Events,
-			ShutdownTimeout: cfg.ShutdownTimeout, Logf: ncfg.Logf, Listeners: []net.Listener{client},
+			ShutdownTimeout: cfg.ShutdownTimeout, Logf: ncfg.Logf, Listeners: ls,
 			Guard: guard, Count: ncfg.Count, Hub: hub}, clock)
 		srv, serve = gs, gs.Serve
 	}
@@ -342,6 +355,26 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	}
 	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve, raftEvents: events,
 		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
+}
+
+// serveNetconn serves the client listener and godistlock's, if any, on
+// ns until they close; a listener that fails otherwise closes the server
+// and its error is returned.
+func serveNetconn(ns *netconn.Server, client, gd net.Listener) error {
+	if gd == nil {
+		return ns.Serve(client, session.Dflockd)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- ns.Serve(client, session.Dflockd) }()
+	go func() { errs <- ns.Serve(gd, session.Godistlock) }()
+	var failed error
+	for range 2 {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+			_ = ns.Close() // the other listener returns too
+		}
+	}
+	return failed
 }
 
 // clientServer is what serves a member's clients: a loop.Server (plain

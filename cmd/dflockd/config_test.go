@@ -840,7 +840,10 @@ func TestConfigCluster(t *testing.T) {
 		"--cluster-peers", "n2=a:1@b:2", "--raft-auth-token", token}, nil,
 		"does not list --node-id")
 	wantErr(t, append(base, "--raft-auth-token", token, "--raft-tls-cert", "c.pem"), nil, "all or none")
-	wantErr(t, append(base, "--raft-auth-token", token, "--godistlock-port", "7777"), nil, "--godistlock-port")
+	// The godistlock listener is served on members too (through the log).
+	if cfg, _ := mustLoad(t, append(base, "--raft-auth-token", token, "--godistlock-port", "7777"), nil); cfg.GodistlockPort != 7777 {
+		t.Fatalf("--godistlock-port in cluster mode: %d", cfg.GodistlockPort)
+	}
 	wantErr(t, []string{"--node-id", "n1"}, nil, "need --raft-dir")
 	wantErr(t, []string{"--cluster-bootstrap"}, nil, "need --raft-dir")
 	msg := wantErr(t, append(base, "--raft-auth-token", "hunter2"), nil, "at least 32 bytes")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
@@ -63,13 +64,19 @@ func startLine(p lineParams) (*line, error) {
 	cfg := &p.cfg
 	ln := &line{transport: "tcp", conns: func() int { return 0 }}
 	if cfg.Cluster.RaftDir != "" {
-		ls, failed, err := listenAll(p.guard, []string{p.addr})
+		ls, failed, err := listenAll(p.guard, p.binds)
 		if err != nil {
 			return nil, &startError{"cannot listen", []any{"addr", failed, "error", err}}
 		}
-		cs, err := newClusterServer(*cfg, p.log, p.guard, ls[0], p.certs, p.scfg, p.ecfg, p.ncfg)
+		var gd net.Listener // godistlock's, if any
+		if len(ls) > 1 {
+			gd = ls[1]
+		}
+		cs, err := newClusterServer(*cfg, p.log, p.guard, ls[0], gd, p.certs, p.scfg, p.ecfg, p.ncfg)
 		if err != nil {
-			ls[0].Close()
+			for _, l := range ls {
+				l.Close()
+			}
 			return nil, &startError{"cannot start the cluster member", []any{"error", err}}
 		}
 		ln.srv, ln.member, ln.conns = cs, cs, cs.srv.Connections
