@@ -100,14 +100,24 @@ type Foreign struct {
 	LeaseMs int64  // KindTaggedAcquire, KindFenceRenew: 0 = the default lease
 }
 
-// foreignKind reports whether k is a command kind OpForeign carries.
-func foreignKind(k engine.Kind) bool {
-	switch k {
-	case engine.KindTaggedAcquire, engine.KindOwnRelease, engine.KindFenceRenew, engine.KindHolder:
-		return true
+// foreignCodes are the log's own bytes for the engine kinds OpForeign
+// carries: the log outlives any order of the engine's Kind constants, so
+// it names them itself (0 is no kind).
+var foreignCodes = [...]engine.Kind{1: engine.KindTaggedAcquire, 2: engine.KindOwnRelease,
+	3: engine.KindFenceRenew, 4: engine.KindHolder}
+
+// foreignCode returns the log's byte for k, 0 if OpForeign does not carry k.
+func foreignCode(k engine.Kind) byte {
+	for c, kk := range foreignCodes {
+		if c > 0 && kk == k {
+			return byte(c)
+		}
 	}
-	return false
+	return 0
 }
+
+// foreignKind reports whether k is a command kind OpForeign carries.
+func foreignKind(k engine.Kind) bool { return foreignCode(k) != 0 }
 
 // Init is the replicated configuration of the engine.
 type Init struct {
@@ -199,7 +209,7 @@ func appendOp(dst []byte, op *Op) []byte {
 		// conn | u8 engine kind | key | uvarint tag | u8 wait | uvarint fence | varint lease ms
 		fo := &op.Foreign
 		dst = binary.AppendUvarint(dst, op.Conn)
-		dst = append(dst, byte(fo.Kind))
+		dst = append(dst, foreignCode(fo.Kind))
 		dst = appendBytes(dst, fo.Key)
 		dst = binary.AppendUvarint(dst, uint64(fo.Tag))
 		dst = append(dst, byte(b2i(fo.Wait)))
@@ -364,7 +374,10 @@ func (d *decoder) op() Op {
 	case OpForeign:
 		op.Conn = d.uvarint()
 		fo := &op.Foreign
-		fo.Kind = engine.Kind(d.byte())
+		code := d.byte()
+		if int(code) < len(foreignCodes) {
+			fo.Kind = foreignCodes[code]
+		}
 		fo.Key = d.bytes()
 		t := d.uvarint()
 		w := d.byte()
@@ -372,8 +385,8 @@ func (d *decoder) op() Op {
 		fo.Tag, fo.Wait = uint32(t), w == 1
 		switch {
 		case d.err != nil:
-		case !foreignKind(fo.Kind):
-			d.fail(fmt.Sprintf("foreign kind %d", fo.Kind))
+		case code == 0 || int(code) >= len(foreignCodes):
+			d.fail(fmt.Sprintf("foreign kind %d", code))
 		case t > 1<<32-1 || w > 1 || (fo.Wait && fo.Tag == 0) ||
 			fo.LeaseMs < 0 || fo.LeaseMs > parse.MaxGodistlockLeaseMs:
 			// The engine panics on a wait with tag 0, and a lease past

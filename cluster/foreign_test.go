@@ -3,6 +3,10 @@ package cluster
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +194,43 @@ func compareDeliveries(t *testing.T, want, got []delivery) {
 		if w.conn != g.conn || w.reply != g.reply || w.r.Status != g.r.Status || w.r.Tag != g.r.Tag ||
 			w.r.Blocked != g.r.Blocked || w.r.Token != g.r.Token {
 			t.Fatalf("delivery %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// TestForeignCodesArePinned: OpForeign names engine kinds by the log's
+// own bytes, so reordering the engine's Kind constants cannot change what
+// a written log means; and the checked-in fuzz seeds, written with those
+// bytes, still decode to the kinds they were written for.
+func TestForeignCodesArePinned(t *testing.T) {
+	want := map[byte]engine.Kind{1: engine.KindTaggedAcquire, 2: engine.KindOwnRelease,
+		3: engine.KindFenceRenew, 4: engine.KindHolder}
+	for code, k := range want {
+		if got := foreignCode(k); got != code {
+			t.Errorf("%v is written as %d, want %d", k, got, code)
+		}
+	}
+	for _, k := range []engine.Kind{engine.KindRequest, engine.KindCancel, engine.KindForceRelease} {
+		if foreignKind(k) {
+			t.Errorf("kind %v must not travel as OpForeign", k)
+		}
+	}
+	seeds := map[string]engine.Kind{"foreign-0": engine.KindTaggedAcquire, "foreign-1": engine.KindFenceRenew,
+		"foreign-2": engine.KindOwnRelease, "foreign-3": engine.KindHolder}
+	for name, k := range seeds {
+		raw, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzDecodeBatch", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		lit := strings.TrimSuffix(strings.TrimPrefix(lines[len(lines)-1], "[]byte("), ")")
+		data, err := strconv.Unquote(lit)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := DecodeBatch([]byte(data))
+		if err != nil || len(b.Ops) != 1 || b.Ops[0].Kind != OpForeign || b.Ops[0].Foreign.Kind != k {
+			t.Errorf("%s decodes to %+v, %v; want one OpForeign of kind %v", name, b.Ops, err, k)
 		}
 	}
 }
