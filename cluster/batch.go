@@ -72,6 +72,11 @@ const (
 	// only for a godistlock client (--godistlock-port), so a rolling
 	// upgrade works as long as that listener is enabled after it.
 	OpForeign
+	// OpForceRelease is an operator's release of a key's holders
+	// (engine.KindForceRelease): Release says which, Conn is the
+	// connection its answer goes to. A new kind, like OpForeign: a
+	// replica too old to know it stops on it rather than skip it.
+	OpForceRelease
 	opLimit
 )
 
@@ -87,6 +92,26 @@ type Op struct {
 	Member Member
 	// Foreign: OpForeign.
 	Foreign Foreign
+	// Release: OpForceRelease.
+	Release ForceRelease
+}
+
+// ForceRelease is an operator's release (engine/forcerelease.go).
+type ForceRelease struct {
+	Semaphore bool   // the semaphores' namespace, not the locks'
+	Key       []byte // the key
+	Fence     uint64 // the holder to release, 0: every holder
+	Who       []byte // who asked, for the event ring
+}
+
+// command returns the engine command of the release at now.
+func (fr *ForceRelease) command(now timerwheel.Instant) engine.Command {
+	c := engine.Command{Kind: engine.KindForceRelease, At: now, Fence: fr.Fence,
+		Req: vocab.Request{Op: vocab.OpRelease, Key: fr.Key, Value: fr.Who}}
+	if fr.Semaphore {
+		c.Req.Op = vocab.OpSemRelease
+	}
+	return c
 }
 
 // Foreign is a foreign protocol's lock command (engine/foreign.go): the
@@ -205,6 +230,14 @@ func appendOp(dst []byte, op *Op) []byte {
 		dst = binary.AppendVarint(dst, int64(op.TTL))
 	case OpMember:
 		dst = appendMember(dst, &op.Member)
+	case OpForceRelease:
+		// conn | u8 semaphore | key | who | uvarint fence
+		fr := &op.Release
+		dst = binary.AppendUvarint(dst, op.Conn)
+		dst = append(dst, byte(b2i(fr.Semaphore)))
+		dst = appendBytes(dst, fr.Key)
+		dst = appendBytes(dst, fr.Who)
+		dst = binary.AppendUvarint(dst, fr.Fence)
 	case OpForeign:
 		// conn | u8 engine kind | key | uvarint tag | u8 wait | uvarint fence | varint lease ms
 		fo := &op.Foreign
@@ -371,6 +404,15 @@ func (d *decoder) op() Op {
 		}
 	case OpMember:
 		op.Member = d.member()
+	case OpForceRelease:
+		op.Conn = d.uvarint()
+		fr := &op.Release
+		sem := d.byte()
+		fr.Key, fr.Who, fr.Fence = d.bytes(), d.bytes(), d.uvarint()
+		fr.Semaphore = sem == 1
+		if d.err == nil && (sem > 1 || len(fr.Key) == 0) {
+			d.fail("force release fields")
+		}
 	case OpForeign:
 		op.Conn = d.uvarint()
 		fo := &op.Foreign

@@ -33,3 +33,12 @@ func (n *Node) SubmitForeign(conn uint32, c *engine.Command) error {
 	return n.enqueue(&Op{Kind: OpForeign, Foreign: Foreign{Kind: c.Kind, Key: c.Req.Key, Tag: c.Tag, Wait: c.Wait,
 		Fence: c.Fence, LeaseMs: c.LeaseMs}}, conn)
 }
+
+// ForceRelease proposes an operator's release (engine.KindForceRelease:
+// c's Req.Op, Req.Key, Req.Value and Fence) on behalf of local connection
+// conn, which its answer reaches (ok, Int the holders released) when the
+// entry applies; or Demoted says it never will.
+func (n *Node) ForceRelease(conn uint32, c *engine.Command) error {
+	return n.enqueue(&Op{Kind: OpForceRelease, Release: ForceRelease{Semaphore: c.Req.Op == vocab.OpSemRelease,
+		Key: c.Req.Key, Fence: c.Fence, Who: c.Req.Value}}, conn)
+}

@@ -213,6 +213,15 @@ func (f *FSM) applyBatch(b *Batch) any {
 			}
 		case OpMember:
 			f.applyMember(&op.Member)
+		case OpForceRelease:
+			if f.eng == nil || op.Conn>>32 != f.epoch {
+				// From an epoch already closed: as for a request, its
+				// caller was told not_leader (Demoted), which must mean
+				// that nothing was released.
+				continue
+			}
+			c := op.Release.command(now)
+			f.run(op.Conn, &c)
 		case OpForeign:
 			if f.eng == nil || op.Conn>>32 != f.epoch {
 				continue // from an epoch already closed

@@ -84,6 +84,17 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 		case 2, 3:
 			b.Ops = append(b.Ops, Op{Kind: OpForeign, Conn: conn, Foreign: g.foreign()})
 			continue
+		case 4:
+			// An operator's release, of every holder or of one fence.
+			fr := ForceRelease{Semaphore: g.rng.IntN(2) == 0, Key: []byte(fmt.Sprint("k", g.rng.IntN(4))), Who: []byte("admin")}
+			if fr.Semaphore {
+				fr.Key = append([]byte("s"), fr.Key...)
+			}
+			if g.rng.IntN(2) == 0 {
+				fr.Fence = 1<<40 + uint64(g.rng.IntN(40))
+			}
+			b.Ops = append(b.Ops, Op{Kind: OpForceRelease, Conn: conn, Release: fr})
+			continue
 		}
 		key := fmt.Sprint("k", g.rng.IntN(4))
 		tok := "0000000000000000000000000000000a"

@@ -42,6 +42,9 @@ func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.
 func (r *replica) SubmitForeign(conn uint32, c *engine.Command) error {
 	return r.node.SubmitForeign(conn, c)
 }
+func (r *replica) ForceRelease(conn uint32, c *engine.Command) error {
+	return r.node.ForceRelease(conn, c)
+}
 func (r *replica) Close(conn uint32)                 { r.node.Close(conn) }
 func (r *replica) Cancel(conn, tag uint32) error     { return r.node.Cancel(conn, tag) }
 func (r *replica) Engine() *engine.Engine            { return r.node.Engine() }
@@ -407,5 +410,55 @@ func TestClusterAdmin(t *testing.T) {
 	}
 	if !strings.Contains(string(l.send(req{method: "GET", path: "/metrics"}).body), "dflockd_http_requests_total") {
 		t.Fatal("no HTTP metrics on a cluster member")
+	}
+}
+
+// TestClusterForceRelease: an operator's force release goes through the
+// log: a follower refuses it naming the leader; on the leader it
+// releases the holder, the FIFO moves on in every replica, and the old
+// holder's renew finds nothing.
+func TestClusterForceRelease(t *testing.T) {
+	admin := map[string]string{adminHeader: "s3cret"}
+	ms := startCluster(t, 3, Config{AdminToken: "s3cret"})
+	l := leaderOf(t, ms)
+	a, b := l.newSession(), l.newSession()
+	g := l.lock(a, "k", 0)
+	if g.Status != "ok" {
+		t.Fatalf("grant %+v", g)
+	}
+	waiting := async(func() grant { return l.lock(b, "k", 30) })
+	for _, m := range ms {
+		eventually(t, "k held with b queued on "+string(m.id), func() bool { return m.held("k") && m.waiters("k") == 1 })
+	}
+	for _, f := range ms {
+		if f != l {
+			eventually(t, "the follower to know its leader", func() bool { return f.node.LeaderAddr() != "" })
+			expectNotLeader(t, "force release on a follower", f.send(req{method: "POST",
+				path: "/v1/admin/locks/k/release", header: admin}), l)
+		}
+	}
+	if !l.held("k") || l.waiters("k") != 1 {
+		t.Fatal("a follower's refused force release changed the state")
+	}
+	r := l.send(req{method: "POST", path: "/v1/admin/locks/k/release?reason=stuck", header: admin})
+	expect(t, "force release on the leader", r, 200, "")
+	var fr forceReleaseReply
+	r.decode(t, &fr)
+	if fr.Key != "k" || fr.Released != 1 {
+		t.Fatalf("force release answered %+v, want k with 1 released", fr)
+	}
+	if g2 := await(t, "b's grant after the force release", waiting); g2.Status != "ok" || g2.Token == g.Token {
+		t.Fatalf("b's grant %+v after %s", g2, g.Token)
+	}
+	for _, m := range ms {
+		eventually(t, "k held by b alone on "+string(m.id), func() bool { return m.held("k") && m.waiters("k") == 0 })
+	}
+	expect(t, "the old holder's renew", l.send(req{method: "POST", path: "/v1/locks/k/renew", session: a,
+		body: map[string]any{"token": g.Token}}), 404, codeNotHeld)
+	r = l.send(req{method: "POST", path: "/v1/admin/locks/none/release", header: admin})
+	expect(t, "force release of a free key", r, 200, "")
+	r.decode(t, &fr)
+	if fr.Released != 0 {
+		t.Fatalf("a free key's force release released %d", fr.Released)
 	}
 }

@@ -345,28 +345,51 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, msg)
 		return
 	}
-	if a.cfg.Cluster != nil {
-		// The replicated log has no such command yet: a release on one
-		// replica only would fork the state.
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "force release is not available on a cluster member yet")
-		return
-	}
 	who := "admin@" + r.RemoteAddr
 	if reason != "" {
 		who += ": " + reason
 	}
 	c.Req.Key, c.Req.Value = []byte(key), []byte(who)
-	res, _ := a.hub.Call(&c)
+	res, ok := a.adminCall(r, &c)
+	if !ok {
+		return // the caller went away; the release goes on
+	}
+	if res.Status == vocab.StatusErrorNotLeader {
+		a.writeNotLeader(w) // a cluster's follower: the leader's log takes it
+		return
+	}
 	a.cfg.Logf("httpapi: admin: force release of %s %q fence %d: %d holder(s) released, by %s",
 		q.Get("kind"), key, c.Fence, res.Int, who)
 	writeJSON(w, http.StatusOK, forceReleaseReply{Key: key, Released: res.Int})
 }
 
+// adminCall runs an operator's command in an engine session of its own,
+// the same on a single node (answered at once) and on a cluster member
+// (answered when the log applies it, to this endpoint; a follower's
+// not_leader at once). ok is false if the HTTP client went away first.
+func (a *API) adminCall(r *http.Request, c *engine.Command) (res engine.Result, ok bool) {
+	e := adminEndpoint{newReplies()}
+	c.Session = a.hub.OpenEndpoint(e)
+	defer a.hub.CloseEndpoint(c.Session)
+	e.replies.expect()
+	res, done := a.hub.Call(c)
+	if done {
+		e.replies.unexpect()
+		return res, true
+	}
+	res, end := e.replies.next(r.Context(), nil)
+	return res, end == answered
+}
+
+// adminEndpoint is the endpoint of an admin call: its answer.
+type adminEndpoint struct{ replies *replies }
+
+func (e adminEndpoint) Post(r engine.Result) { e.replies.post(r) }
+
 // adminAuthorized checks the admin token of an admin call: 503
 // admin_disabled without one configured, 401 (after the bearer token's
 // delay) for a wrong or missing one. The membership routes (cluster.go's
-// admin) then want a cluster's leader; the force release serves any
-// server.
+// admin) and the force release then want a cluster's leader.
 func (a *API) adminAuthorized(w http.ResponseWriter, r *http.Request) bool {
 	if a.cfg.AdminToken == "" {
 		writeError(w, http.StatusServiceUnavailable, codeAdminDisabled, "the admin routes need --admin-token (DFLOCKD_ADMIN_TOKEN)")

@@ -19,6 +19,9 @@ type Replica interface {
 	// Submit does. Its answer comes back marked engine.KindAnswer, even
 	// for a tagged acquire that waits (Blocked), whose grant follows.
 	SubmitForeign(conn uint32, c *engine.Command) error
+	// ForceRelease proposes an operator's release (engine.KindForceRelease)
+	// on behalf of connection conn, which gets its answer as for Submit.
+	ForceRelease(conn uint32, c *engine.Command) error
 	// Cancel proposes the withdrawal of connection conn's parked request
 	// (tag 0: its one parked request). Its answer, like any other, comes
 	// back through the hub: ok with Int 1 if it withdrew one, Int 0 if
@@ -78,6 +81,8 @@ func (p *replicated) apply(c *engine.Command, _ *engine.Effects) (engine.Result,
 		err = p.rep.Cancel(uint32(c.Session), c.Tag)
 	case engine.KindTaggedAcquire, engine.KindOwnRelease, engine.KindFenceRenew, engine.KindHolder:
 		err = p.rep.SubmitForeign(uint32(c.Session), c)
+	case engine.KindForceRelease:
+		err = p.rep.ForceRelease(uint32(c.Session), c)
 	default:
 		return engine.Result{Status: vocab.StatusError}, 0, true // no other kind reaches an applier
 	}

@@ -198,6 +198,9 @@ func (r *replica) Submit(conn uint32, req *vocab.Request) error { return r.node.
 func (r *replica) SubmitForeign(conn uint32, c *engine.Command) error {
 	return r.node.SubmitForeign(conn, c)
 }
+func (r *replica) ForceRelease(conn uint32, c *engine.Command) error {
+	return r.node.ForceRelease(conn, c)
+}
 func (r *replica) Close(conn uint32)                 { r.node.Close(conn) }
 func (r *replica) Engine() *engine.Engine            { return r.node.Engine() }
 func (r *replica) Now() timerwheel.Instant           { return r.node.Now() }
