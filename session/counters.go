@@ -21,6 +21,7 @@ type Counters struct {
 	replies  [parse.NumStatuses]atomic.Uint64 // by status; error_* ones are the errors
 	pushes   atomic.Uint64
 	slow     atomic.Uint64
+	latency  [parse.NumOps]latencyHist // by command (latency.go)
 }
 
 // Counts is a sum of Counters, as a scrape sees it.
@@ -29,6 +30,7 @@ type Counts struct {
 	Replies       [parse.NumStatuses]uint64
 	Pushes        uint64
 	SlowConsumers uint64
+	Latency       [parse.NumOps]Latency
 }
 
 func (c *Counters) addTo(out *Counts) {
@@ -37,6 +39,9 @@ func (c *Counters) addTo(out *Counts) {
 	}
 	for i := range c.replies {
 		out.Replies[i] += c.replies[i].Load()
+	}
+	for i := range c.latency {
+		c.latency[i].addTo(&out.Latency[i])
 	}
 	out.Pushes += c.pushes.Load()
 	out.SlowConsumers += c.slow.Load()
@@ -82,6 +87,7 @@ func (h *Hub) Counts() Counts {
 
 // countRequest counts a request of op on the session's transport.
 func (s *Session) countRequest(op parse.Op) {
+	s.lastOp = op
 	if c := s.t.Scratch().Counters; c != nil {
 		c.requests[op].Add(1)
 	}

@@ -59,6 +59,7 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		}
 		off += n
 		frames++
+		mark := len(out)
 		out, stop = s.exec(out, f, now)
 		if s.retry {
 			// Answered here, it would overtake the replies still to
@@ -67,6 +68,9 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			off -= n
 			frames--
 			break
+		}
+		if len(out) > mark && s.t.Scratch().Counters != nil {
+			s.noteAnswered(s.lastOp) // not owed, not a pending auth
 		}
 		if stop {
 			break

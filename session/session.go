@@ -70,6 +70,11 @@ type Session struct {
 	// (auth.go); pendingAuth an auth waiting for its turn to be judged.
 	authKey     netip.Prefix
 	pendingAuth *pendingAuth
+
+	// lastOp is the command of the request exec ran last; owedLat when
+	// the requests whose answers are owed arrived (latency.go).
+	lastOp  parse.Op
+	owedLat owedLatency
 }
 
 // codec is a wire protocol of a Session.
@@ -106,6 +111,11 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 	sc := s.t.Scratch()
 	now := s.hub.clock.Now() // one reading for the whole read batch
 	n, out, more, stop := s.codec.input(s, buf, sc.Out[:0], now)
+	if len(sc.answered.ops) > 0 && sc.Counters != nil {
+		// Before the write: a client that has read its reply finds
+		// the request in /metrics.
+		s.observeAnswered(sc, now)
+	}
 	if len(out) > 0 {
 		s.write(out)
 	}
