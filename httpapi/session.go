@@ -278,7 +278,7 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 		return
 	}
 	a.sessions.done(s, a.clock.Now()) // not in use while it waits for the turn
@@ -299,7 +299,7 @@ func (a *API) pingSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 		return
 	}
 	a.sessions.done(s, a.clock.Now())
@@ -318,10 +318,30 @@ func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSessio
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 	}
 	return s
 }
+
+// unknownSession answers a request naming a session this member does
+// not have: 410 session_gone, as dflockd answers. On a cluster member
+// the detail says why a session the client had may be gone: sessions
+// live on the leader that opened them (their ids are never replicated)
+// and end with its leadership, so after a failover the new leader does
+// not know them; the holds they had stay until their leases end.
+func (a *API) unknownSession(w http.ResponseWriter) {
+	detail := ""
+	if a.cfg.Cluster != nil {
+		detail = unknownSessionInCluster
+	}
+	writeError(w, http.StatusGone, codeSessionGone, detail)
+}
+
+// unknownSessionInCluster is the detail of a cluster member's 410 for an
+// unknown session.
+const unknownSessionInCluster = "no such session on this member: it was deleted, expired, or opened on a leader " +
+	"that has since died or stepped down (sessions are the leader's and end with its leadership); " +
+	"open a new session: the old one's locks stay held until their leases end, renewable and releasable by token"
 
 // sessionHeader names a lock call's session.
 const sessionHeader = "X-Dflockd-Session"
