@@ -86,10 +86,17 @@ func (h *Hub) Counts() Counts {
 }
 
 // countRequest counts a request of op on the session's transport.
+//
+// With counting on, it also notes the request as answered in the read
+// being served (latency.go); the rare request that is not (owed, a
+// pending auth, a retry) is taken back when exec returns without a
+// reply. Noting it here rather than after exec keeps the request path
+// without counters free of another look at the scratch.
 func (s *Session) countRequest(op parse.Op) {
-	s.lastOp = op
-	if c := s.t.Scratch().Counters; c != nil {
-		c.requests[op].Add(1)
+	if sc := s.t.Scratch(); sc.Counters != nil {
+		sc.Counters.requests[op].Add(1)
+		sc.answered.note(op)
+		s.noted, s.noting = op, true
 	}
 }
 

@@ -61,6 +61,12 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		frames++
 		mark := len(out)
 		out, stop = s.exec(out, f, now)
+		if s.noting {
+			if len(out) == mark { // owed, a pending auth, a retry
+				s.t.Scratch().answered.unnote(s.noted)
+			}
+			s.noting = false
+		}
 		if s.retry {
 			// Answered here, it would overtake the replies still to
 			// come from the log: it runs again once they are written.
@@ -68,9 +74,6 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			off -= n
 			frames--
 			break
-		}
-		if len(out) > mark && s.t.Scratch().Counters != nil {
-			s.noteAnswered(s.lastOp) // not owed, not a pending auth
 		}
 		if stop {
 			break

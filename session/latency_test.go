@@ -76,3 +76,45 @@ func TestLatencyOffWithoutCounters(t *testing.T) {
 		t.Fatalf("latency kept without counters: %+v, %v", waiter.sess.owedLat, fs.scratch.answered)
 	}
 }
+
+// steppingClock moves by step at every reading, so that the test knows
+// what each reading gives and counts them.
+type steppingClock struct {
+	t, step timerwheel.Instant
+	reads   int
+}
+
+func (c *steppingClock) Now() timerwheel.Instant {
+	c.t += c.step
+	c.reads++
+	return c.t
+}
+
+// A goroutine's reads are timed at most once per latencySampleEvery: the
+// reads in between take no clock reading at their end and are observed
+// with the duration last measured, so every request is counted.
+func TestLatencySampledReads(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	fs.scratch.Counters = new(Counters)
+	fs.hub.RegisterCounters(fs.scratch.Counters)
+	c := fs.open()
+	step := timerwheel.Instant(300 * time.Microsecond)
+	clock := &steppingClock{t: fs.clock.Now(), step: step}
+	fs.hub.clock = clock
+	// Arrivals 300 µs apart (one reading each), ends 300 µs after their
+	// arrival when timed: reads 1 and 4 are timed (4 arrives 1.2 ms
+	// after 1), 2 and 3 fall within 1 ms of 1 and are not.
+	for i := range 4 {
+		if got := fs.traffic(c, request("ping", "_", "_")); got != "ok\n" {
+			t.Fatalf("ping %d: %q", i, got)
+		}
+	}
+	if clock.reads != 6 {
+		t.Fatalf("%d clock readings for 4 reads, want 6: 4 arrivals and 2 timed ends", clock.reads)
+	}
+	p := fs.hub.Counts().Latency[parse.OpPing]
+	b := bucketOf(t, 0.0003)
+	if p.Counts[b] != 4 || p.SumNs != 4*uint64(step) {
+		t.Fatalf("ping: %v, want 4 observations of 300 µs in bucket %d", p, b)
+	}
+}

@@ -71,9 +71,11 @@ type Session struct {
 	authKey     netip.Prefix
 	pendingAuth *pendingAuth
 
-	// lastOp is the command of the request exec ran last; owedLat when
-	// the requests whose answers are owed arrived (latency.go).
-	lastOp  parse.Op
+	// noted is the command of the request exec is running, noted as
+	// answered in this read while noting; owedLat is when the requests
+	// whose answers are owed arrived (latency.go).
+	noted   parse.Op
+	noting  bool
 	owedLat owedLatency
 }
 
