@@ -92,3 +92,66 @@ func TestHTTPSessionEndsWithLeader(t *testing.T) {
 		t.Fatalf("acquire after the release: %s, want granted", a)
 	}
 }
+
+// TestHTTPStableRefSessionTakesOverAfterLeaderKill: with --orphan-ttl, an
+// HTTP session created with a stable_ref holds a lock when the leader is
+// killed. A session created on the new leader with the same stable_ref
+// takes the old one's engine session over: its acquire of the key
+// answers the token the old session held (where a session without it
+// waits behind that lock), and it releases the lock by that token.
+func TestHTTPStableRefSessionTakesOverAfterLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process, tens of seconds")
+	}
+	ms := startHTTPMembers(t, 3, "--orphan-ttl", "30")
+	old := httpLeader(t, ms)
+	ref := map[string]string{"stable_ref": "web-7"}
+	a := old.call("POST", "/v1/sessions", "", ref)
+	var s struct {
+		SessionID string `json:"session_id"`
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &s) != nil {
+		t.Fatalf("POST /v1/sessions with a stable_ref on %s: %s", old.id, a)
+	}
+	a = old.call("POST", "/v1/locks/report", s.SessionID, map[string]int{"acquire_timeout_s": 0, "lease_ttl_s": 60})
+	var g struct {
+		Status, Token string
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &g) != nil || g.Status != "ok" {
+		t.Fatalf("acquire on %s: %s", old.id, a)
+	}
+
+	old.signal(syscall.SIGKILL)
+	var next *httpMember
+	within(t, failoverBudget, "a new leader answering /v1/readindex", func() (bool, string) {
+		for _, m := range ms {
+			if m != old && m.call("GET", "/v1/readindex", "", nil).status == 200 {
+				next = m
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+	t.Logf("%s killed, %s leads", old.id, next.id)
+	other := newHTTPSession(t, next)
+	if a := next.call("POST", "/v1/locks/report", other, map[string]int{"acquire_timeout_s": 0}); !strings.Contains(string(a.body), `"status":"timeout"`) {
+		t.Fatalf("try from a session without the ref: %s, want a timeout (held by the orphan)", a)
+	}
+	a = next.call("POST", "/v1/sessions", "", ref)
+	if a.status != 200 || json.Unmarshal(a.body, &s) != nil {
+		t.Fatalf("POST /v1/sessions with the stable_ref on %s: %s", next.id, a)
+	}
+	a = next.call("POST", "/v1/locks/report", s.SessionID, map[string]int{"acquire_timeout_s": 0, "lease_ttl_s": 60})
+	var g2 struct {
+		Status, Token string
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &g2) != nil || g2.Status != "ok" || g2.Token != g.Token {
+		t.Fatalf("acquire by the session that took the orphan over: %s, want the held token %s back", a, g.Token)
+	}
+	if a := next.call("POST", "/v1/locks/report/release", s.SessionID, map[string]string{"token": g.Token}); a.status != 204 {
+		t.Fatalf("release: %s", a)
+	}
+	if a := next.call("POST", "/v1/locks/report", other, map[string]int{"acquire_timeout_s": 0}); !strings.Contains(string(a.body), `"status":"ok"`) {
+		t.Fatalf("try after the release: %s, want granted", a)
+	}
+}
