@@ -91,6 +91,19 @@ func TestHTTPSessionEndsWithLeader(t *testing.T) {
 		!strings.Contains(string(a.body), `"status":"ok"`) {
 		t.Fatalf("acquire after the release: %s, want granted", a)
 	}
+
+	// A member's line-protocol requests, answered through the log, are
+	// in its latency histogram (each observed before its reply is
+	// written, so before ask returns).
+	for range 2 {
+		if got := ask(next.client, "incr", "hits", "1", failoverBudget); !strings.HasPrefix(got, "ok ") {
+			t.Fatalf("incr on %s: %q", next.id, got)
+		}
+	}
+	metrics := string(next.call("GET", "/metrics", "", nil).body)
+	if want := `dflockd_request_duration_seconds_count{command="incr"} 2`; !strings.Contains(metrics, want+"\n") {
+		t.Fatalf("%s's /metrics lacks %q:\n%s", next.id, want, metrics)
+	}
 }
 
 // TestHTTPStableRefSessionTakesOverAfterLeaderKill: with --orphan-ttl, an
