@@ -239,17 +239,33 @@ func (h *hold) finish(ctx context.Context, hc holdConfig, conn *Conn, g grant, e
 func (h *hold) acquire(ctx context.Context, hc holdConfig, cmds lockCmds, limit int) (bool, error) {
 	timeout := hc.timeout()
 	deadline := time.Now().Add(timeout)
+	pause := firstLeaderPause
 	for {
 		conn, err := h.begin(ctx, hc, cmds)
 		if err != nil {
 			return false, err
 		}
 		g, err := acquire(conn.WithContext(ctx), cmds.acquire, hc.key, acquireArg(timeout, limit, hc.opts()))
-		if err != nil && h.rideAcquire(ctx, hc, conn, err, deadline) {
+		if err != nil && h.rideAcquire(ctx, hc, conn, err, deadline) && pauseOrDone(ctx, min(pause, time.Until(deadline))) {
+			// Paused, doubling up to a second: a server that keeps
+			// hanging up is not dialled in a loop.
+			pause = min(2*pause, maxLeaderPause)
 			timeout = max(time.Until(deadline), 0)
 			continue
 		}
 		return h.finish(ctx, hc, conn, g, err, false)
+	}
+}
+
+// pauseOrDone waits d and reports true, or false if ctx ends first.
+func pauseOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
