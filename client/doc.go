@@ -67,10 +67,18 @@
 // there: Lost stays open, Token and Fence stay the same. Lost is closed,
 // with Err saying why, only when the hold is really gone: the new leader
 // refuses the renewal (the lease ran out, another client holds the key),
-// or no renewal succeeded before the lease would have ended. With
+// or no renewal succeeded before the lease would have ended. An Acquire
+// (of a Lock, Semaphore, RWLock or Election) that is waiting in the queue
+// when its connection breaks connects again, waiting for the next leader
+// as a request does, and waits there for what is left of its
+// AcquireTimeout; it reports a grant only when one reaches it. The wait
+// it leaves behind cannot keep the key: the new leader withdraws the old
+// leader's waits, and a grant the old leader made just before dying,
+// which never reached the client, is held only until its lease ends. With
 // Dialer.StableRef set, every connection presents the ref, so a cluster
 // started with --orphan-ttl hands the old connection's holds and queue
-// places over to the new one.
+// places over to the new one: the acquire sent again keeps its place in
+// the queue, or gets the grant it never read.
 //
 // # Beyond dflockd's client
 //

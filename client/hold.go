@@ -232,14 +232,69 @@ func (h *hold) finish(ctx context.Context, hc holdConfig, conn *Conn, g grant, e
 	return false, err
 }
 
-// acquire is the one-step acquire of every high-level type.
+// acquire is the one-step acquire of every high-level type. In cluster
+// mode an acquire whose connection breaks while it waits (the leader
+// died) is sent again, on a new connection to whichever member leads,
+// for what is left of its timeout (rideAcquire).
 func (h *hold) acquire(ctx context.Context, hc holdConfig, cmds lockCmds, limit int) (bool, error) {
-	conn, err := h.begin(ctx, hc, cmds)
-	if err != nil {
-		return false, err
+	timeout := hc.timeout()
+	deadline := time.Now().Add(timeout)
+	pause := firstLeaderPause
+	for {
+		conn, err := h.begin(ctx, hc, cmds)
+		if err != nil {
+			return false, err
+		}
+		g, err := acquire(conn.WithContext(ctx), cmds.acquire, hc.key, acquireArg(timeout, limit, hc.opts()))
+		if err != nil && h.rideAcquire(ctx, hc, conn, err, deadline) && pauseOrDone(ctx, min(pause, time.Until(deadline))) {
+			// Paused, doubling up to a second: a server that keeps
+			// hanging up is not dialled in a loop.
+			pause = min(2*pause, maxLeaderPause)
+			timeout = max(time.Until(deadline), 0)
+			continue
+		}
+		return h.finish(ctx, hc, conn, g, err, false)
 	}
-	g, err := acquire(conn.WithContext(ctx), cmds.acquire, hc.key, acquireArg(hc.timeout(), limit, hc.opts()))
-	return h.finish(ctx, hc, conn, g, err, false)
+}
+
+// pauseOrDone waits d and reports true, or false if ctx ends first.
+func pauseOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// rideAcquire reports whether an acquire on conn that failed with err
+// is sent again on a new connection: in cluster mode, when the
+// connection broke (a failover, not the caller's cancellation, a Close
+// or a refused auth) before the acquire's deadline.
+//
+// Why that is safe. The client reports only a grant it reads, so it
+// never claims a lock it does not hold; what is left to reason about is
+// the waiter it abandons on the server. A member whose client
+// connection breaks closes the session: the wait is withdrawn (and with
+// the server's auto-release, its holds released). A new leader's
+// promotion ends the sessions of the one that died: their waits are
+// withdrawn, their holds stay until their leases end. So a grant the
+// dead leader made just before dying, which never reached the client,
+// is held by nobody for at most its lease, and the new acquire queues
+// behind it. With Dialer.StableRef and the servers' --orphan-ttl the
+// old session is instead kept as an orphan that the new connection
+// takes over: the acquire gets its place in the queue back, or the
+// grant it never read; an orphan nobody takes over is closed after the
+// TTL, like any connection.
+func (h *hold) rideAcquire(ctx context.Context, hc holdConfig, conn *Conn, err error, deadline time.Time) bool {
+	if !hc.rides() || ctx.Err() != nil || !errors.Is(err, ErrClosed) || errors.Is(err, ErrAuth) || !time.Now().Before(deadline) {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.conn == conn // else Close or another attempt took over
 }
 
 // enqueue is the first phase of a two-phase acquire.

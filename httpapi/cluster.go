@@ -28,6 +28,12 @@ import (
 //     single node. A leader that is deposed answers the calls still
 //     waiting 503 not_leader: their outcome may or may not have been
 //     committed, as over TCP.
+//   - A session lives on the leader that opened it (its id is never in
+//     the log): after a failover the new leader answers it 410, saying
+//     why (unknownSession). A session created with a stable_ref presents
+//     it as a TCP client's stable-ref (presentStableRef), so that with
+//     --orphan-ttl a session with the same ref on the new leader takes
+//     its claims over.
 //   - GET /v1/readindex answers 200 once the member is sure it leads
 //     and its replica holds everything committed before the request
 //     (Cluster.ReadIndex).

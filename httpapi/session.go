@@ -10,6 +10,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // httpSession is one HTTP session: an engine session (an endpoint of the
@@ -245,7 +246,8 @@ func clientIP(r *http.Request) netip.Addr {
 
 // createSession is POST /v1/sessions. The body may be empty, {}, or
 // carry V2C's stable_ref, accepted and inert on a single node as the TCP
-// stable-ref command is.
+// stable-ref command is; on a cluster member it is presented as that
+// command is (presentStableRef).
 func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	var body createBody
 	if msg := readJSON(w, r, &body, true); msg != "" {
@@ -263,10 +265,43 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, refused, "")
 		return
 	}
+	if body.StableRef != nil && a.cfg.Cluster != nil && !a.presentStableRef(w, r, s, *body.StableRef) {
+		return
+	}
 	writeJSON(w, http.StatusOK, sessionReply{
 		SessionID:    s.id,
 		IdleTimeoutS: int64(a.cfg.SessionIdleTimeout.Seconds()),
 	})
+}
+
+// presentStableRef sends `stable-ref <ref>` as the first request of the
+// new session s on a cluster member, as a TCP client's first request.
+// The replicated state then keeps s's engine session as an orphan of ref
+// for --orphan-ttl once s ends (deleted, expired, or its leader gone),
+// and, if such an orphan is there now, s takes it over: its locks and
+// queue places, an acquire of a key it holds answering the held token.
+// That is how an HTTP session's claims outlive a failover: the session
+// id lives on the leader that made it, the ref in the log. On failure it
+// answers, closes s and returns false.
+func (a *API) presentStableRef(w http.ResponseWriter, r *http.Request, s *httpSession, ref string) bool {
+	s.inFlight.Add(1) // not idle while it is set up
+	res, end := a.call(r.Context(), s, &vocab.Request{Op: vocab.OpStableRef, Token: []byte(ref)})
+	a.sessions.done(s, a.clock.Now())
+	if end == answered && res.Status == vocab.StatusOK {
+		return true
+	}
+	if a.sessions.remove(s) {
+		a.closeSession(s)
+	}
+	switch {
+	case end == answered && res.Status == vocab.StatusErrorNotLeader:
+		a.writeNotLeader(w)
+	case end == clientGone:
+		writeError(w, http.StatusRequestTimeout, codeClientCanceled, "the client went away before the answer")
+	default:
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the stable_ref was not recorded")
+	}
+	return false
 }
 
 // deleteSession is DELETE /v1/sessions/{id}.
@@ -278,7 +313,7 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 		return
 	}
 	a.sessions.done(s, a.clock.Now()) // not in use while it waits for the turn
@@ -299,7 +334,7 @@ func (a *API) pingSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 		return
 	}
 	a.sessions.done(s, a.clock.Now())
@@ -318,10 +353,31 @@ func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSessio
 	}
 	s := a.sessions.lookup(id)
 	if s == nil {
-		writeError(w, http.StatusGone, codeSessionGone, "")
+		a.unknownSession(w)
 	}
 	return s
 }
+
+// unknownSession answers a request naming a session this member does
+// not have: 410 session_gone, as dflockd answers. On a cluster member
+// the detail says why a session the client had may be gone: sessions
+// live on the leader that opened them (their ids are never replicated)
+// and end with its leadership, so after a failover the new leader does
+// not know them; the holds they had stay until their leases end.
+func (a *API) unknownSession(w http.ResponseWriter) {
+	detail := ""
+	if a.cfg.Cluster != nil {
+		detail = unknownSessionInCluster
+	}
+	writeError(w, http.StatusGone, codeSessionGone, detail)
+}
+
+// unknownSessionInCluster is the detail of a cluster member's 410 for an
+// unknown session.
+const unknownSessionInCluster = "no such session on this member: it was deleted, expired, or opened on a leader " +
+	"that has since died or stepped down (sessions are the leader's and end with its leadership); " +
+	"open a new session: the old one's locks stay held until their leases end, renewable and releasable by token " +
+	"(with --orphan-ttl, a new session created with the old one's stable_ref takes them over)"
 
 // sessionHeader names a lock call's session.
 const sessionHeader = "X-Dflockd-Session"

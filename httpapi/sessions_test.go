@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/netip"
 	"strings"
 	"testing"
@@ -34,7 +35,12 @@ func TestSessionLifecycle(t *testing.T) {
 	expect(t, "ping", ts.send(req{method: "POST", path: "/v1/sessions/" + s.SessionID + "/ping"}), 204, "")
 	expect(t, "ping a malformed id", ts.send(req{method: "POST", path: "/v1/sessions/XYZ/ping"}), 400, codeBadRequest)
 	unknown := strings.Repeat("0", 32)
-	expect(t, "ping an unknown id", ts.send(req{method: "POST", path: "/v1/sessions/" + unknown + "/ping"}), 410, codeSessionGone)
+	gone := ts.send(req{method: "POST", path: "/v1/sessions/" + unknown + "/ping"})
+	expect(t, "ping an unknown id", gone, 410, codeSessionGone)
+	// dflockd's body exactly: the cluster's detail is a member's alone.
+	if got := string(bytes.TrimSpace(gone.body)); got != `{"error":"session_gone"}` {
+		t.Fatalf("410 of a single node: %s", got)
+	}
 
 	expect(t, "delete", ts.send(req{method: "DELETE", path: "/v1/sessions/" + s.SessionID}), 204, "")
 	expect(t, "delete again", ts.send(req{method: "DELETE", path: "/v1/sessions/" + s.SessionID}), 410, codeSessionGone)

@@ -4,7 +4,10 @@
 // scrape time. Nothing here runs on the request path: the engine counts
 // events with plain increments under locks it holds anyway, transports
 // count requests with one uncontended atomic add (session.Counters), and
-// a scrape sums them. The exceptions are a cluster member's RaftEvents
+// a scrape sums them. The request latency histograms by command
+// (dflockd_request_duration_seconds) are kept the same way: bucket
+// counts that the transport goroutine adds to, summed at a scrape
+// (session/latency.go). The exceptions are a cluster member's RaftEvents
 // (raft.go), observed as raft moves: once per leader change or per batch
 // of requests, never per request. dflockd_build_info (build.go) says
 // which binary runs.
@@ -110,6 +113,7 @@ func newCollector(src Sources) *collector {
 		{"dflockd_lease_expiries_total", "Holds that ended because their lease ran out.", nil},
 		{"dflockd_timeouts_total", "Acquires and waits that timed out.", nil},
 		{"dflockd_requests_total", "Requests received on the line protocol, by command (unknown for the unrecognised).", []string{"command"}},
+		{"dflockd_request_duration_seconds", "Time from a line-protocol request's arrival to its reply, by command (a blocking acquire counts its wait; on a cluster member, the trip through the log).", []string{"command"}},
 		{"dflockd_errors_total", "Error replies on the line protocol, by status.", []string{"status"}},
 		{"dflockd_pushes_total", "Pushes written (sig, watch, leader lines).", nil},
 		{"dflockd_slow_consumers_total", "Connections cut off for leaving too many pushes unread.", nil},
@@ -174,6 +178,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			counter("dflockd_requests_total", n, name)
 		}
+		c.collectLatency(ch, op, &counts.Latency[op])
 	}
 	for st := range vocab.NumStatuses {
 		name := vocab.Status(st).String()
@@ -206,6 +211,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter("dflockd_fence_persist_stalls_total", fs.Stalls)
 		gauge("dflockd_fence_persist_max_seconds", fs.MaxPersist.Seconds())
 	}
+}
+
+// collectLatency sends op's request latency histogram, if it has
+// observations.
+func (c *collector) collectLatency(ch chan<- prometheus.Metric, op int, l *session.Latency) {
+	var total uint64
+	buckets := make(map[float64]uint64, len(session.LatencyBounds))
+	for i, bound := range session.LatencyBounds {
+		total += l.Counts[i]
+		buckets[bound] = total // cumulative, as Prometheus has them
+	}
+	total += l.Counts[len(session.LatencyBounds)]
+	if total == 0 {
+		return
+	}
+	name := vocab.Op(op).String()
+	if vocab.Op(op) == vocab.OpUnknown {
+		name = "unknown"
+	}
+	ch <- prometheus.MustNewConstHistogram(c.descs["dflockd_request_duration_seconds"], total,
+		float64(l.SumNs)/1e9, buckets, name)
 }
 
 // collectEngine is the part of Collect that reads the engine.

@@ -8,43 +8,65 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The whole request path — framing, parsing, engine, reply encoding, the
 // write — must not allocate for an l then r on an existing key.
 func TestRequestPathDoesNotAllocate(t *testing.T) {
 	// One Input per frame, fences from a clock-like floor; the r frame
-	// carries the token the l reply returned.
-	t.Run("one-frame-per-read", func(t *testing.T) {
-		fs := newFakeServer(t, Config{}, engine.Config{FenceFloor: 1 << 60})
-		c := fs.open()
-		c.poison = false
-		lock := []byte(request("l", "alloc-key", "0 10"))
-		var rel [64]byte
-		relLen := copy(rel[:], "r\nalloc-key\n")
-		cycle := func() {
-			c.out = c.out[:0]
-			c.load(lock)
-			fs.input(c)
-			if len(c.out) != len("ok ")+fence.TokenLen+len(" 10\n") || !bytes.HasPrefix(c.out, []byte("ok ")) {
-				t.Fatalf("l: %q", c.out)
-			}
-			n := relLen + copy(rel[relLen:], c.out[3:3+fence.TokenLen])
-			rel[n] = '\n'
-			c.out = c.out[:0]
-			c.load(rel[:n+1])
-			fs.input(c)
-			if string(c.out) != "ok\n" {
-				t.Fatalf("r: %q", c.out)
-			}
+	// carries the token the l reply returned. counted: with the
+	// transport's counters and latency histograms on, as every production
+	// transport has them (/metrics).
+	for _, counted := range []bool{false, true} {
+		name := "one-frame-per-read"
+		if counted {
+			name += "-counted"
 		}
-		for range 100 { // create the key, warm free lists and buffers
-			cycle()
+		t.Run(name, func(t *testing.T) { oneFramePerRead(t, counted) })
+	}
+	pipelinedNoAlloc(t)
+}
+
+func oneFramePerRead(t *testing.T, counted bool) {
+	fs := newFakeServer(t, Config{}, engine.Config{FenceFloor: 1 << 60})
+	if counted {
+		fs.scratch.Counters = new(Counters)
+		fs.hub.RegisterCounters(fs.scratch.Counters)
+	}
+	c := fs.open()
+	c.poison = false
+	lock := []byte(request("l", "alloc-key", "0 10"))
+	var rel [64]byte
+	relLen := copy(rel[:], "r\nalloc-key\n")
+	cycle := func() {
+		c.out = c.out[:0]
+		c.load(lock)
+		fs.input(c)
+		if len(c.out) != len("ok ")+fence.TokenLen+len(" 10\n") || !bytes.HasPrefix(c.out, []byte("ok ")) {
+			t.Fatalf("l: %q", c.out)
 		}
-		if n := testing.AllocsPerRun(1000, cycle); n != 0 {
-			t.Fatalf("l + r allocate %.1f times per cycle", n)
+		n := relLen + copy(rel[relLen:], c.out[3:3+fence.TokenLen])
+		rel[n] = '\n'
+		c.out = c.out[:0]
+		c.load(rel[:n+1])
+		fs.input(c)
+		if string(c.out) != "ok\n" {
+			t.Fatalf("r: %q", c.out)
 		}
-	})
+	}
+	for range 100 { // create the key, warm free lists and buffers
+		cycle()
+	}
+	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+		t.Fatalf("l + r allocate %.1f times per cycle", n)
+	}
+	if counted && fs.hub.Counts().Latency[vocab.OpLock].Counts[0] == 0 {
+		t.Fatal("counted, but no l latency observed")
+	}
+}
+
+func pipelinedNoAlloc(t *testing.T) {
 	// Both frames pipelined in one read; the token is predicted
 	// (Engine.Token of the next fence).
 	t.Run("pipelined", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
@@ -15,9 +16,13 @@ const pipelinedPairs = 32
 
 // pipelined returns one read of pipelinedPairs l/r pairs over 4 existing
 // keys on a fresh fake server, as an op to repeat, and the read's size;
-// counted turns on the transport's request counters (/metrics).
-func pipelined(b *testing.B, counted bool) (op func(), size int) {
+// counted turns on the transport's request counters (/metrics), mono
+// puts the hub on the monotonic clock a server reads.
+func pipelined(b *testing.B, counted, mono bool) (op func(), size int) {
 	fs := newFakeServer(b, Config{}, engine.Config{})
+	if mono {
+		fs.hub.clock = newMonoFrom(fs.clock.Now())
+	}
 	if counted {
 		fs.scratch.Counters = new(Counters)
 		fs.hub.RegisterCounters(fs.scratch.Counters)
@@ -59,13 +64,15 @@ func pipelined(b *testing.B, counted bool) (op func(), size int) {
 	return op, len(buf)
 }
 
-// BenchmarkCountersCost is what /metrics' request counters cost the
-// request path: the pipelined lock/release read with counters on and
-// off, interleaved op by op in one run so that the machine's noise
-// falls on both alike. It reports both in ns/frame and their ratio.
+// BenchmarkCountersCost is what /metrics' request counters and latency
+// histograms cost the request path: the pipelined lock/release read
+// with counters on and off, interleaved op by op in one run so that the
+// machine's noise falls on both alike, on the monotonic clock a server
+// reads (the histograms read it once more per read; the fake clock
+// would hide that). It reports both in ns/frame and their ratio.
 func BenchmarkCountersCost(b *testing.B) {
-	on, _ := pipelined(b, true)
-	off, _ := pipelined(b, false)
+	on, _ := pipelined(b, true, true)
+	off, _ := pipelined(b, false, true)
 	var tOn, tOff time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -81,6 +88,79 @@ func BenchmarkCountersCost(b *testing.B) {
 	b.ReportMetric(float64(tOn)/float64(tOff), "counted/uncounted")
 }
 
+// BenchmarkCountersCostSingle is BenchmarkCountersCost for one frame
+// per read, where what the counters cost each read (the latency
+// histograms read the clock once at the end of a read) falls on a
+// single request.
+func BenchmarkCountersCostSingle(b *testing.B) {
+	on, _ := single(b, true, true)
+	off, _ := single(b, false, true)
+	var tOn, tOff time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		on()
+		t1 := time.Now()
+		off()
+		tOn += t1.Sub(t0)
+		tOff += time.Since(t1)
+	}
+	b.ReportMetric(float64(tOn.Nanoseconds())/float64(b.N), "ns/frame-counted")
+	b.ReportMetric(float64(tOff.Nanoseconds())/float64(b.N), "ns/frame-uncounted")
+	b.ReportMetric(float64(tOn)/float64(tOff), "counted/uncounted")
+}
+
+// single returns one read of one frame, alternating l and r on one
+// existing key, as an op to repeat, and the mean frame's size; counted
+// turns on the transport's counters, mono the monotonic clock.
+func single(b *testing.B, counted, mono bool) (op func(), size int) {
+	fs := newFakeServer(b, Config{}, engine.Config{})
+	if mono {
+		fs.hub.clock = newMonoFrom(fs.clock.Now())
+	}
+	if counted {
+		fs.scratch.Counters = new(Counters)
+		fs.hub.RegisterCounters(fs.scratch.Counters)
+	}
+	c := fs.open()
+	c.poison = false
+	lock := []byte(request("l", "bench-key", "0 10"))
+	rel := []byte("r\nbench-key\n" + tokenFor(1) + "\n")
+	tokAt := len("r\nbench-key\n")
+	lockNext := true
+	op = func() {
+		c.out = c.out[:0]
+		if lockNext {
+			c.load(lock)
+		} else {
+			c.load(rel)
+		}
+		fs.input(c)
+		if len(c.out) < 3 || c.out[0] != 'o' || c.out[1] != 'k' {
+			b.Fatalf("reply: %q", c.out)
+		}
+		if lockNext {
+			copy(rel[tokAt:], c.out[3:3+fence.TokenLen]) // release this grant next
+		}
+		lockNext = !lockNext
+	}
+	op()
+	op()
+	return op, (len(lock) + len(rel)) / 2
+}
+
+// monoFrom is the monotonic clock a server reads, starting at a fake
+// server's time so that its engine's deadlines stay ahead.
+type monoFrom struct {
+	mono  *timerwheel.MonoClock
+	start timerwheel.Instant
+}
+
+func newMonoFrom(start timerwheel.Instant) *monoFrom {
+	return &monoFrom{mono: timerwheel.NewMonoClock(), start: start}
+}
+
+func (c *monoFrom) Now() timerwheel.Instant { return c.start + c.mono.Now() }
+
 // BenchmarkInput measures the request path on the fake transport:
 // framing, parsing, engine, reply encoding and the write, without sockets.
 // Tokens are known before the l frames run (Engine.Token of the next
@@ -88,7 +168,7 @@ func BenchmarkCountersCost(b *testing.B) {
 func BenchmarkInput(b *testing.B) {
 	// 32 l/r pairs over 4 existing keys, one read: one op is 64 frames.
 	b.Run("pipelined-64", func(b *testing.B) {
-		op, size := pipelined(b, false)
+		op, size := pipelined(b, false, false)
 		b.SetBytes(int64(size))
 		b.ReportAllocs()
 		for b.Loop() {
@@ -99,32 +179,8 @@ func BenchmarkInput(b *testing.B) {
 	// One frame per read, alternating l and r on one existing key: one
 	// op is one frame.
 	b.Run("single", func(b *testing.B) {
-		fs := newFakeServer(b, Config{}, engine.Config{})
-		c := fs.open()
-		c.poison = false
-		lock := []byte(request("l", "bench-key", "0 10"))
-		rel := []byte("r\nbench-key\n" + tokenFor(1) + "\n")
-		tokAt := len("r\nbench-key\n")
-		lockNext := true
-		op := func() {
-			c.out = c.out[:0]
-			if lockNext {
-				c.load(lock)
-			} else {
-				c.load(rel)
-			}
-			fs.input(c)
-			if len(c.out) < 3 || c.out[0] != 'o' || c.out[1] != 'k' {
-				b.Fatalf("reply: %q", c.out)
-			}
-			if lockNext {
-				copy(rel[tokAt:], c.out[3:3+fence.TokenLen]) // release this grant next
-			}
-			lockNext = !lockNext
-		}
-		op()
-		op()
-		b.SetBytes(int64(len(lock)+len(rel)) / 2)
+		op, size := single(b, false, false)
+		b.SetBytes(int64(size))
 		b.ReportAllocs()
 		for b.Loop() {
 			op()

@@ -21,6 +21,7 @@ type Counters struct {
 	replies  [vocab.NumStatuses]atomic.Uint64 // by status; error_* ones are the errors
 	pushes   atomic.Uint64
 	slow     atomic.Uint64
+	latency  [vocab.NumOps]latencyHist // by command (latency.go)
 }
 
 // Counts is a sum of Counters, as a scrape sees it.
@@ -29,6 +30,7 @@ type Counts struct {
 	Replies       [vocab.NumStatuses]uint64
 	Pushes        uint64
 	SlowConsumers uint64
+	Latency       [vocab.NumOps]Latency
 }
 
 func (c *Counters) addTo(out *Counts) {
@@ -37,6 +39,9 @@ func (c *Counters) addTo(out *Counts) {
 	}
 	for i := range c.replies {
 		out.Replies[i] += c.replies[i].Load()
+	}
+	for i := range c.latency {
+		c.latency[i].addTo(&out.Latency[i])
 	}
 	out.Pushes += c.pushes.Load()
 	out.SlowConsumers += c.slow.Load()
@@ -81,9 +86,17 @@ func (h *Hub) Counts() Counts {
 }
 
 // countRequest counts a request of op on the session's transport.
+//
+// With counting on, it also notes the request as answered in the read
+// being served (latency.go); the rare request that is not (owed, a
+// pending auth, a retry) is taken back when exec returns without a
+// reply. Noting it here rather than after exec keeps the request path
+// without counters free of another look at the scratch.
 func (s *Session) countRequest(op vocab.Op) {
-	if c := s.t.Scratch().Counters; c != nil {
-		c.requests[op].Add(1)
+	if sc := s.t.Scratch(); sc.Counters != nil {
+		sc.Counters.requests[op].Add(1)
+		sc.answered.note(op)
+		s.noted, s.noting = op, true
 	}
 }
 

@@ -60,7 +60,14 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 		}
 		off += n
 		frames++
+		mark := len(out)
 		out, stop = s.exec(out, f, now)
+		if s.noting {
+			if len(out) == mark { // owed, a pending auth, a retry
+				s.t.Scratch().answered.unnote(s.noted)
+			}
+			s.noting = false
+		}
 		if s.retry {
 			// Answered here, it would overtake the replies still to
 			// come from the log: it runs again once they are written.

@@ -23,6 +23,7 @@ func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool)
 	r, receivers, done := s.hub.app.apply(cmd, &sc.Fx)
 	if !done {
 		s.owed++
+		s.noteOwed(cmd.Req.Op, cmd.At)
 		switch {
 		case !s.hub.app.pipelined():
 			s.blocked = true
@@ -110,6 +111,7 @@ func (s *Session) deliverOwed(r engine.Result, encode func(out []byte, r *engine
 		s.countReply(r.Status)
 		out = encode(out, &r)
 	}
+	s.observeOwed(n) // before the write, as Input does
 	s.write(out)
 	sc.Out = out[:0]
 	s.owed -= n

@@ -6,6 +6,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // replyBudget bounds the replies one Input produces, so a client
@@ -70,6 +71,13 @@ type Session struct {
 	// (auth.go); pendingAuth an auth waiting for its turn to be judged.
 	authKey     netip.Prefix
 	pendingAuth *pendingAuth
+
+	// noted is the command of the request exec is running, noted as
+	// answered in this read while noting; owedLat is when the requests
+	// whose answers are owed arrived (latency.go).
+	noted   vocab.Op
+	noting  bool
+	owedLat owedLatency
 }
 
 // codec is a wire protocol of a Session.
@@ -106,6 +114,11 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 	sc := s.t.Scratch()
 	now := s.hub.clock.Now() // one reading for the whole read batch
 	n, out, more, stop := s.codec.input(s, buf, sc.Out[:0], now)
+	if len(sc.answered.ops) > 0 && sc.Counters != nil {
+		// Before the write: a client that has read its reply finds
+		// the request in /metrics.
+		s.observeAnswered(sc, now)
+	}
 	if len(out) > 0 {
 		s.write(out)
 	}

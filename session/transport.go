@@ -66,6 +66,9 @@ type Scratch struct {
 	// Counters, if set, counts this goroutine's requests for /metrics
 	// (counters.go).
 	Counters *Counters
+	// answered are the commands of the requests answered in the read
+	// being served, whose latency Input observes at its end (latency.go).
+	answered answered
 }
 
 // What a Scratch keeps between uses: enough for the replies of a full

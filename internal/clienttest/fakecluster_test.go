@@ -3,9 +3,11 @@ package clienttest
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dflockd-ng/dflockd/internal/testport"
 	"github.com/dflockd-ng/dflockd/internal/testserver"
@@ -66,6 +68,9 @@ type fakeCluster struct {
 	named  int               // whom followers name in error_not_leader; -1: nobody
 	holds  map[string]string // key → holder's token
 	fence  uint64            // the last fence granted
+	// waits: an l with a timeout on a held key waits (awaitFree) rather
+	// than answering timeout at once.
+	waits bool
 }
 
 // startFakeCluster starts n members; member 0 leads.
@@ -108,6 +113,33 @@ func (fc *fakeCluster) steal(key string) {
 	fc.holds[key] = fmt.Sprintf("%016xffffffffffffffff", fc.fence)
 }
 
+// awaitFreeLocked waits, fc.mu released meanwhile, until key is free on
+// member i, still leading and alive (""), or the wait of secs seconds
+// ends (timeout), or i no longer leads (error_not_leader, as a demoted
+// leader answers its waits; nobody reads it from a member that died).
+func (fc *fakeCluster) awaitFreeLocked(i int, key, secs string) string {
+	n, err := strconv.Atoi(secs)
+	if err != nil {
+		return "error"
+	}
+	for deadline := time.Now().Add(time.Duration(n) * time.Second); time.Now().Before(deadline); {
+		m := fc.members[i].ln
+		m.mu.Lock()
+		dead := m.dead
+		m.mu.Unlock()
+		switch {
+		case dead || fc.leader != i:
+			return "error_not_leader"
+		case fc.holds[key] == "":
+			return ""
+		}
+		fc.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		fc.mu.Lock()
+	}
+	return "timeout"
+}
+
 func (fc *fakeCluster) holder(key string) string {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
@@ -148,8 +180,13 @@ func (fc *fakeCluster) reply(i int, cmd, key, arg string) string {
 	case "stable-ref":
 		return "ok"
 	case "l":
-		if fc.holds[key] != "" {
+		if fc.holds[key] != "" && (!fc.waits || len(f) == 0 || f[0] == "0") {
 			return "timeout"
+		}
+		if fc.holds[key] != "" {
+			if r := fc.awaitFreeLocked(i, key, f[0]); r != "" {
+				return r
+			}
 		}
 		fc.fence++
 		fc.holds[key] = fmt.Sprintf("%016x0123456789abcdef", fc.fence)
