@@ -115,7 +115,7 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 	}
 	leader := sl.sess
 	sh.noteLocked(EventRelease, sl, now)
-	r := sh.dropHolderLocked(sl, evResign)
+	r := sh.dropHolderLocked(sl, evResign, now)
 	if w := sh.findLeaderWatcherLocked(r.key, leader); w != nil && w.holder {
 		w.holder = false
 		if !w.observer {

@@ -74,6 +74,8 @@ type shardObs struct {
 	ring  []Event
 	next  atomic.Uint64 // Seq of the next event; the ring holds [next-len(ring), next)
 	times map[*slot]slotTimes
+	// hot are the shard's hot-key sketches (hotkeys.go).
+	hot hotSketches
 }
 
 // minRing is the smallest per-shard ring: a key's recent timeline needs a
@@ -81,7 +83,7 @@ type shardObs struct {
 const minRing = 16
 
 func newShardObs(events, shards int) *shardObs {
-	return &shardObs{ring: make([]Event, max(minRing, events/shards)), times: make(map[*slot]slotTimes)}
+	return &shardObs{ring: make([]Event, max(minRing, events/shards)), times: make(map[*slot]slotTimes), hot: newHotSketches(shards)}
 }
 
 // noteLocked records event k of slot sl at now; sl must still be live.

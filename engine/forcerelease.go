@@ -28,7 +28,7 @@ func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
 			if sh.obs != nil {
 				sh.recordLocked(EventForceRelease, sl, c.At.Tick(), string(c.Req.Value))
 			}
-			sh.dropHolderLocked(sl, evRelease)
+			sh.dropHolderLocked(sl, evRelease, c.At)
 			n++
 		}
 		sl = next

@@ -63,6 +63,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl.lease = leaseMs
 	sl.writer, sl.elect = m.writer, m.elect
 	sl.state = slotWaiting
+	stamp(sl, now)
 	r.queue.pushBack(sl)
 	sh.noteLocked(EventQueue, sl, now)
 	sess.record(sl)
@@ -115,6 +116,8 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 		return status(vocab.StatusError)
 	}
 	sl.fence = f
+	sh.waitEndedLocked(sl, now, true)
+	stamp(sl, now)
 	sl.state = slotHolding
 	sl.res.holders.pushBack(sl)
 	sh.noteLocked(EventGrant, sl, now)
@@ -160,15 +163,16 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
 
 // releaseHolderLocked drops a holder and hands its capacity on.
 func (sh *shard) releaseHolderLocked(sl *slot, now timerwheel.Instant) {
-	r := sh.dropHolderLocked(sl, evRelease) // explicit or implicit (expiry, disconnect)
+	r := sh.dropHolderLocked(sl, evRelease, now) // explicit or implicit (expiry, disconnect)
 	sh.handOffLocked(r, now)
 }
 
 // dropHolderLocked frees a holder's slot and announces event to watchers;
 // the caller hands the capacity on.
-func (sh *shard) dropHolderLocked(sl *slot, event string) *resource {
+func (sh *shard) dropHolderLocked(sl *slot, event string, now timerwheel.Instant) *resource {
 	r := sl.res
 	sh.counts.releases++
+	sh.holdEndedLocked(sl, now)
 	r.holders.remove(sl)
 	sh.freeSlotLocked(sl)
 	sh.watchEventLocked(event, r.key)
@@ -198,6 +202,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r := sl.res
 	r.holders.remove(sl)
 	sh.counts.releases++
+	sh.holdEndedLocked(sl, now)
 	sh.wheel.Cancel(&sl.timer)
 	sl.state = slotLapsed
 	sh.lapsed.pushBack(sl)
@@ -209,6 +214,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventTimeout, sl, now)
 	sh.counts.timeouts++
+	sh.waitEndedLocked(sl, now, false)
 	sess, blocked := sl.sess, sl.blocked
 	sh.dropWaiterLocked(sl, now)
 	if blocked {

@@ -6,6 +6,8 @@ type shardCounts struct {
 	releases uint64 // holders gone, for any reason (release, expiry, disconnect)
 	expiries uint64 // leases that ended without a release
 	timeouts uint64 // acquire and wait timeouts
+	// wait and hold are the latency histograms (latency.go).
+	wait, hold Latency
 }
 
 // Metrics is what the engine reports to a metrics scrape: event counts

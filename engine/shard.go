@@ -211,7 +211,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	sl.gen.Add(1)
 	sl.state = slotFree
 	sl.res, sl.sess = nil, nil
-	sl.twoPhase, sl.blocked, sl.elect, sl.writer = false, false, false, false
+	sl.twoPhase, sl.blocked, sl.elect, sl.writer, sl.untimed = false, false, false, false, false
 	sl.tag, sl.fence = 0, 0
 	sl.prev, sl.next = nil, nil
 	if s.nfree >= maxFreeSlots {

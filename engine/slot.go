@@ -41,6 +41,9 @@ type slot struct {
 	// elect: an elect claim; its grant makes the session the key's leader
 	// (election.go).
 	elect bool
+	// untimed: restored from a snapshot, so timer.Mark holds no start
+	// time for the wait and hold histograms (latency.go).
+	untimed bool
 	// shard is the index of the shard the slot belongs to, for ever (free
 	// slots stay on their shard's list), so it may be read without a lock.
 	shard      uint16

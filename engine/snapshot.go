@@ -320,6 +320,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 	slots := []*slot{nil} // by number; 0 is none
 	slotIn := func(sh *shard, r *resource) *slot {
 		sl := sh.newSlotLocked(r, nil)
+		sl.untimed = true // the format has no start times (latency.go)
 		if sr.slot(sl, sess) {
 			sh.armLocked(&sl.timer, sl.timer.Deadline())
 		}

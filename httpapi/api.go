@@ -40,6 +40,12 @@ type Config struct {
 	// SessionIdleTimeout is advertised to clients (idle_timeout_s);
 	// sessions idle for twice as long are closed. Default 20 s.
 	SessionIdleTimeout time.Duration
+	// SSEPingInterval is the period of the keep-alive comment lines of the
+	// SSE streams (/v1/events, /v1/signals), so that proxies do not close
+	// a quiet one (--http-sse-ping-interval); default 15 s. NoSSEPing
+	// sends none.
+	SSEPingInterval time.Duration
+	NoSSEPing       bool
 	// MaxSessions and MaxSessionsPerIP cap open sessions, in all and per
 	// client IP address; MaxConnectionsPerIP caps HTTP connections per
 	// client IP address (Serve closes the others as they are accepted).
@@ -124,7 +130,10 @@ type API struct {
 	// (eventstream.go, deadlocks.go).
 	events    *eventStream
 	deadlocks *deadlockMonitor
-	srv       struct {
+	// signalStreams counts the open GET /v1/signals streams (signals.go),
+	// at most maxStreams.
+	signalStreams atomic.Int32
+	srv           struct {
 		sync.Mutex
 		s *http.Server
 	}
@@ -138,6 +147,9 @@ type API struct {
 func New(hub *session.Hub, cfg Config) *API {
 	if cfg.SessionIdleTimeout <= 0 {
 		cfg.SessionIdleTimeout = defaultIdleTimeout
+	}
+	if cfg.SSEPingInterval <= 0 {
+		cfg.SSEPingInterval = defaultSSEPing
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -232,6 +244,7 @@ func (a *API) routeTable() []route {
 		{"DELETE /v1/sessions/{id}", a.leaderOnly(a.deleteSession)},
 		{"POST /v1/sessions/{id}/ping", a.leaderOnly(a.pingSession)},
 		{"GET /v1/stats", a.stats},
+		{"GET /v1/signals", a.leaderOnly(a.streamSignals)},
 		{"GET /v1/openapi.json", serveOpenAPI},
 		{"GET /health", health},
 		{"GET /ready", a.ready},

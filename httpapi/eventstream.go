@@ -38,9 +38,9 @@ const (
 	subscriberBuffer = 1024
 	// maxStreams bounds the open streams (each a goroutine and a queue).
 	maxStreams = 64
-	// streamPing is the period of the comment line that keeps proxies
-	// from closing a quiet stream (dflockd's SSE default).
-	streamPing = 15 * time.Second
+	// defaultSSEPing is the period of the comment line that keeps proxies
+	// from closing a quiet stream (dflockd's --http-sse-ping-interval).
+	defaultSSEPing = 15 * time.Second
 	// streamWriteTimeout ends a stream whose client does not read.
 	streamWriteTimeout = 10 * time.Second
 	// mergeBatch bounds the events taken from one shard per poll.
@@ -295,7 +295,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 	for _, e := range backlog {
 		out.event(e)
 	}
-	ping := time.NewTicker(streamPing)
+	ping := a.sseTicker()
 	defer ping.Stop()
 	for out.flush() {
 		select {
@@ -319,6 +319,15 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// sseTicker ticks at the SSE keep-alive period; never with NoSSEPing.
+func (a *API) sseTicker() *time.Ticker {
+	t := time.NewTicker(a.cfg.SSEPingInterval)
+	if a.cfg.NoSSEPing {
+		t.Stop()
+	}
+	return t
 }
 
 // sseWriter writes a stream's frames; the first failed write ends it.

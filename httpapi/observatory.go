@@ -41,6 +41,7 @@ func (a *API) observatoryRoutes() []route {
 		{"GET /v1/keys/{key}", a.showKey},
 		{"GET /v1/events", a.streamEvents},
 		{"GET /v1/deadlocks", a.listDeadlocks},
+		{"GET /v1/hotkeys", a.listHotKeys},
 		{"POST /v1/admin/locks/{key}/release", a.forceRelease},
 		{"GET " + uiPath, serveUI},
 	}

@@ -29,9 +29,12 @@ var (
 	uiScript string
 	//go:embed ui/app.css
 	uiStyle string
+	// uiHot is the hot keys and latency panel, a script of its own.
+	//go:embed ui/hot.js
+	uiHot string
 
-	uiPage = strings.NewReplacer("/*STYLE*/", uiStyle, "/*SCRIPT*/", uiScript).Replace(uiHTML)
-	uiCSP  = "default-src 'none'; script-src '" + cspHash(uiScript) + "'; style-src '" + cspHash(uiStyle) +
+	uiPage = strings.NewReplacer("/*STYLE*/", uiStyle, "/*SCRIPT*/", uiScript, "/*HOT*/", uiHot).Replace(uiHTML)
+	uiCSP  = "default-src 'none'; script-src '" + cspHash(uiScript) + "' '" + cspHash(uiHot) + "'; style-src '" + cspHash(uiStyle) +
 		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 

@@ -112,6 +112,8 @@ func newCollector(src Sources) *collector {
 		{"dflockd_releases_total", "Holds that ended, for any reason: release, lease expiry, disconnect.", nil},
 		{"dflockd_lease_expiries_total", "Holds that ended because their lease ran out.", nil},
 		{"dflockd_timeouts_total", "Acquires and waits that timed out.", nil},
+		{"dflockd_lock_wait_seconds", "Time from an acquire of a lock, semaphore or read-write lock to its grant (0 on the fast path) or timeout, at millisecond resolution.", nil},
+		{"dflockd_lock_hold_seconds", "Time from a grant to the end of the hold: release, lease expiry, disconnect, resignation or force release, at millisecond resolution.", nil},
 		{"dflockd_requests_total", "Requests received on the line protocol, by command (unknown for the unrecognised).", []string{"command"}},
 		{"dflockd_request_duration_seconds", "Time from a line-protocol request's arrival to its reply, by command (a blocking acquire counts its wait; on a cluster member, the trip through the log).", []string{"command"}},
 		{"dflockd_errors_total", "Error replies on the line protocol, by status.", []string{"status"}},
@@ -254,6 +256,9 @@ func (c *collector) collectEngine(ch chan<- prometheus.Metric, eng *engine.Engin
 	counter("dflockd_releases_total", m.Releases)
 	counter("dflockd_lease_expiries_total", m.LeaseExpiries)
 	counter("dflockd_timeouts_total", m.Timeouts)
+	wait, hold := eng.Latencies()
+	ch <- latencyHistogram(c.descs["dflockd_lock_wait_seconds"], &wait)
+	ch <- latencyHistogram(c.descs["dflockd_lock_hold_seconds"], &hold)
 	last := eng.LastFence()
 	gauge("dflockd_fence_last", float64(last))
 	// A float64 holds 53 bits: fences seeded from the clock (~1.8e18) lose
@@ -261,4 +266,16 @@ func (c *collector) collectEngine(ch chan<- prometheus.Metric, eng *engine.Engin
 	// dashboards; the halves are exact.
 	gauge("dflockd_fence_last_high", float64(last>>32))
 	gauge("dflockd_fence_last_low", float64(last&0xffffffff))
+}
+
+// latencyHistogram is one of the engine's latency histograms as
+// Prometheus wants it: cumulative counts keyed by upper bound in seconds.
+func latencyHistogram(d *prometheus.Desc, h *engine.Latency) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(engine.LatencyBoundsMs))
+	var cum uint64
+	for i, ms := range engine.LatencyBoundsMs {
+		cum += h.Counts[i]
+		buckets[float64(ms)/1000] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count(), float64(h.SumMs)/1000, buckets)
 }

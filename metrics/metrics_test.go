@@ -223,6 +223,17 @@ func TestMetricsFollowRequests(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
+	// Waits: three grants and the 1 s timed-out wait (the try-lock never
+	// waited); holds: the one released.
+	if w := m["dflockd_lock_wait_seconds"]; w == nil || len(w.Metric) != 1 ||
+		w.Metric[0].Histogram.GetSampleCount() != 4 || w.Metric[0].Histogram.GetSampleSum() < 1 {
+		t.Errorf("dflockd_lock_wait_seconds: %v", w)
+	} else if b := w.Metric[0].Histogram.Bucket; bucket(b, 0.5) > 3 || bucket(b, 2.5) != 4 {
+		t.Errorf("dflockd_lock_wait_seconds buckets: %v (the timed-out wait is in (0.5, 2.5])", b)
+	}
+	if h := m["dflockd_lock_hold_seconds"]; h == nil || len(h.Metric) != 1 || h.Metric[0].Histogram.GetSampleCount() != 1 {
+		t.Errorf("dflockd_lock_hold_seconds: %v", h)
+	}
 	if got := value(m, "dflockd_fence_last"); got < 3 {
 		t.Errorf("dflockd_fence_last = %v after 3 grants", got)
 	}
@@ -234,6 +245,16 @@ func TestMetricsFollowRequests(t *testing.T) {
 	if want < 1<<53 {
 		t.Errorf("last fence %d: the test wants one seeded from the clock, past float64's 53 bits", want)
 	}
+}
+
+// bucket is the cumulative count of the bucket of upper bound le; -1 if none.
+func bucket(bs []*dto.Bucket, le float64) int {
+	for _, b := range bs {
+		if b.GetUpperBound() == le {
+			return int(b.GetCumulativeCount())
+		}
+	}
+	return -1
 }
 
 func waitFor(t *testing.T, cond func() bool) {

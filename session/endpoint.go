@@ -13,10 +13,26 @@ import (
 // any goroutine, without blocking: on a single node the late answer of a
 // request that waited (a grant, a timeout, an error), on a cluster member
 // every answer, in the order of its calls, and a demotion's
-// error_not_leader whether or not anything is owed. Endpoints never
-// register for pushes.
+// error_not_leader whether or not anything is owed. Only a PushEndpoint
+// gets the pushes of what it registers for (listen).
 type Endpoint interface {
 	Post(r engine.Result)
+}
+
+// A PushEndpoint is an Endpoint that takes pushes: the HTTP API's GET
+// /v1/signals stream. Push hands it one from any goroutine without
+// blocking; false when its queue is full, which makes it a slow consumer
+// (spec §B.9): the push does not count as received, and the endpoint is
+// expected to end its stream and close.
+type PushEndpoint interface {
+	Endpoint
+	Push(p engine.Push) bool
+}
+
+// pushEndpoint returns the open endpoint id names if it takes pushes.
+func (h *Hub) pushEndpoint(id engine.SessionID) PushEndpoint {
+	pe, _ := h.endpoint(id).(PushEndpoint)
+	return pe
 }
 
 // OpenEndpoint opens an engine session for e: it has a connection id in

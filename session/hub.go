@@ -178,19 +178,37 @@ func (h *Hub) Route(fx *engine.Effects) (receivers int) {
 		var s *Session
 		switch {
 		case f.Group != nil:
+			pushed := false
 			for j := range f.Group {
-				if m := h.lookup(f.Member(j)); m != nil && !m.Backlogged() {
-					s = m
+				id := f.Member(j)
+				if m := h.lookup(id); m != nil {
+					if !m.Backlogged() {
+						s = m
+						receivers++
+						break
+					}
+				} else if pe := h.pushEndpoint(id); pe != nil && pe.Push(f.Result.Push) {
 					receivers++
+					pushed = true
 					break
 				}
 			}
-			if s == nil {
-				s = h.lookup(to)
+			if s == nil && !pushed {
+				if s = h.lookup(to); s == nil {
+					if pe := h.pushEndpoint(to); pe != nil {
+						pe.Push(f.Result.Push) // full: it cuts itself off
+					}
+				}
 			}
 		case f.Result.Kind == engine.KindPush:
 			if s = h.lookup(to); s != nil && !s.Backlogged() {
 				receivers++
+			} else if s == nil {
+				// An HTTP signal stream (rare: looked up only when no
+				// protocol session has the id).
+				if pe := h.pushEndpoint(to); pe != nil && pe.Push(f.Result.Push) {
+					receivers++
+				}
 			}
 		default:
 			if s = h.lookup(to); s == nil {

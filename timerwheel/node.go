@@ -19,7 +19,11 @@ type Node struct {
 	// where is the list holding the node: a level slot or one of the
 	// wheel's special lists. Cancel needs it to fix the list head and the
 	// occupancy bit in O(1).
-	where      uint16
+	where uint16
+	// Mark is free for the owner's use, like Kind; the wheel never reads
+	// or clears it. It sits in what would be padding before prev, so the
+	// node stays 32 bytes (the engine keeps a claim's start time in it).
+	Mark       uint32
 	prev, next *Node
 	deadline   Tick
 }

@@ -66,6 +66,7 @@ Cluster membership (the leader's HTTP admin API):
 
 Lock observatory (the server's HTTP API):
   locks [PREFIX] [--kind K,...]    deadlocks                        [--http HOST:PORT,...]
+  top [--interval S]               a live full-screen view: hot keys, longest waits, deadlocks
   admin release KEY [--fence F] [--reason TEXT] [--admin-token T]
 
 File locks (no server):
@@ -116,6 +117,7 @@ func init() {
 		"cluster":     {run: (*cli).cluster},
 		"locks":       {run: (*cli).locks},
 		"deadlocks":   {run: (*cli).deadlocks},
+		"top":         {run: (*cli).top},
 		"admin":       {run: (*cli).admin},
 		"interactive": {run: (*cli).interactive},
 		"completion":  {run: (*cli).completion},

@@ -104,7 +104,8 @@ func TestUsageCompletionScripts(t *testing.T) {
 				t.Fatalf("completion %s: exit %d, stderr %q", shell, code, &stderr)
 			}
 			for _, n := range flagNames() {
-				if !strings.Contains(out.String(), "--"+n+" ") && !strings.Contains(out.String(), "--"+n+"\"") {
+				if !strings.Contains(out.String(), "--"+n+" ") && !strings.Contains(out.String(), "--"+n+"\"") &&
+					!strings.Contains(out.String(), "--"+n+")") {
 					t.Errorf("the %s script lacks --%s", shell, n)
 				}
 			}

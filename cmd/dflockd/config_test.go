@@ -69,7 +69,7 @@ func TestConfigDefaults(t *testing.T) {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  "v2",
 		LogFormat:               "text",
-		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second},
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second},
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -495,9 +495,7 @@ func TestConfigAuthToken(t *testing.T) {
 
 // unsupported lists, independently of the implementation's table, the
 // dflockd flags whose feature dflockd-ng lacks (spec §E.2).
-var unsupported = []struct{ flag, env string }{
-	{"http-sse-ping-interval", "DFLOCKD_HTTP_SSE_PING_S"},
-}
+var unsupported = []struct{ flag, env string }{}
 
 func TestConfigUnsupportedRefused(t *testing.T) {
 	if len(unsupported) != len(unsupportedFlags) {
@@ -524,13 +522,6 @@ func TestConfigUnsupportedRefused(t *testing.T) {
 	wantErr(t, []string{"--orphan-ttl", "30"}, nil, "--orphan-ttl needs --raft-dir")
 	wantErr(t, nil, map[string]string{"DFLOCKD_ORPHAN_TTL_S": "30"}, "--orphan-ttl needs --raft-dir")
 	wantErr(t, []string{"--orphan-ttl", "-1"}, nil, "--orphan-ttl must be an integer number of seconds")
-	// The HTTP API is served, its SSE signal stream is not: any interval
-	// set, dflockd's default 15 and 0 too, asks for a stream nobody gets.
-	for _, v := range []string{"15", "0"} {
-		wantErr(t, []string{"--http-port=6389", "--http-sse-ping-interval=" + v}, nil,
-			"--http-sse-ping-interval: the HTTP API's SSE signal routes", "not supported by dflockd-ng yet")
-	}
-	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_SSE_PING_S": "15"}, "DFLOCKD_HTTP_SSE_PING_S: the HTTP API's SSE signal routes")
 	// Secrets are not echoed.
 	msg := wantErr(t, []string{"--admin-token=hunter2\x01"}, nil, "--admin-token")
 	if strings.Contains(msg, "hunter") {
@@ -569,7 +560,6 @@ func TestConfigUnsupportedHarmlessValues(t *testing.T) {
 		{nil, map[string]string{"DFLOCKD_ORPHAN_TTL_S": "0"}},
 		{[]string{"--http-max-sessions=0", "--http-max-sessions-per-ip=0", "--http-max-connections-per-ip=0"}, nil},
 		{[]string{"--http-rate-limit-per-ip=0", "--http-rate-limit-burst=0"}, nil},
-		{[]string{"--http-sse-ping-interval="}, map[string]string{"DFLOCKD_HTTP_SSE_PING_S": ""}},
 		{[]string{"--cluster-bootstrap=false"}, map[string]string{"DFLOCKD_CLUSTER_BOOTSTRAP": "no"}},
 		{[]string{"--tls-cert=", "--tls-key="}, map[string]string{"DFLOCKD_TLS_CERT": "", "DFLOCKD_RAFT_DIR": ""}},
 	}

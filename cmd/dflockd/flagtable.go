@@ -183,6 +183,9 @@ var settingGroups = []settingGroup{
 		{flag: "http-host", env: "DFLOCKD_HTTP_HOST", kind: kindString, arg: "ADDR", def: "--host",
 			usage: "address the HTTP API listens on (unset = --host's)",
 			field: func(c *Config) any { return &c.HTTP.Host }},
+		{flag: "http-sse-ping-interval", env: "DFLOCKD_HTTP_SSE_PING_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
+			usage: "keep-alive comment period of the SSE streams (/v1/signals, /v1/events), >= 0 (0 = no pings)",
+			field: func(c *Config) any { return &c.HTTP.SSEPingInterval }},
 		{flag: "http-session-idle-timeout", env: "DFLOCKD_HTTP_SESSION_IDLE_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
 			usage: "told to HTTP clients; a session idle for twice this is closed, >= 0 (0 = 20)",
 			field: func(c *Config) any { return &c.HTTP.SessionIdleTimeout }},
@@ -306,17 +309,9 @@ type unsupportedFlag struct {
 	reason string // completes "<name>: "
 }
 
-const (
-	// The ping interval of dflockd v1.15–v1.16's SSE signal stream (GET
-	// /v1/signals), which dflockd v2 dropped: an interval set means a
-	// client of that stream is expected, and none would get it.
-	reasonSSE = "the HTTP API's SSE signal routes (dflockd v1.15-v1.16) are not supported by dflockd-ng yet; " +
-		"use the line protocol's listen and signal, or remove the setting"
-)
-
-var unsupportedFlags = []unsupportedFlag{
-	{flag: "http-sse-ping-interval", env: "DFLOCKD_HTTP_SSE_PING_S", arg: "SECONDS", reason: reasonSSE},
-}
+// unsupportedFlags is empty since --http-sse-ping-interval works (GET
+// /v1/signals); the mechanism stays for the next feature that lags.
+var unsupportedFlags []unsupportedFlag
 
 // harmless reports whether v leaves the unsupported feature off (see
 // unsupportedFlag). isEnv selects the boolean grammar of the variable.

@@ -43,11 +43,14 @@ type HTTPConfig struct {
 	// SessionIdleTimeout: --http-session-idle-timeout,
 	// DFLOCKD_HTTP_SESSION_IDLE_S, 20 s, >= 0 (0 = httpapi's default, 20 s).
 	SessionIdleTimeout time.Duration
-	MaxSessions        int // --http-max-sessions, 0 = no cap
-	MaxSessionsPerIP   int // --http-max-sessions-per-ip, 0 = no cap
-	MaxConnsPerIP      int // --http-max-connections-per-ip, 0 = no cap
-	RateLimitPerIP     int // --http-rate-limit-per-ip: requests a second, 0 = no limit
-	RateLimitBurst     int // --http-rate-limit-burst, 0 = the rate
+	// SSEPingInterval: --http-sse-ping-interval, DFLOCKD_HTTP_SSE_PING_S,
+	// 15 s: the keep-alive comment period of the SSE streams; 0 = none.
+	SSEPingInterval  time.Duration
+	MaxSessions      int // --http-max-sessions, 0 = no cap
+	MaxSessionsPerIP int // --http-max-sessions-per-ip, 0 = no cap
+	MaxConnsPerIP    int // --http-max-connections-per-ip, 0 = no cap
+	RateLimitPerIP   int // --http-rate-limit-per-ip: requests a second, 0 = no limit
+	RateLimitBurst   int // --http-rate-limit-burst, 0 = the rate
 	// CORSAllowedOrigins: --http-cors-allowed-origins, comma-separated,
 	// "*" = any, "" = no CORS. Kept as written so that Config stays
 	// comparable; corsOrigins splits it.
@@ -166,6 +169,8 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		MetricsToken:        cfg.HTTP.MetricsToken,
 		MetricsOpen:         cfg.HTTP.MetricsAuth == metricsAuthNone,
 		SessionIdleTimeout:  cfg.HTTP.SessionIdleTimeout,
+		SSEPingInterval:     cfg.HTTP.SSEPingInterval,
+		NoSSEPing:           cfg.HTTP.SSEPingInterval == 0,
 		MaxSessions:         cfg.HTTP.MaxSessions,
 		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
 		MaxConnectionsPerIP: cfg.HTTP.MaxConnsPerIP,

@@ -63,7 +63,9 @@ func writeUsage(w io.Writer) {
 			usage: u.feature() + "; accepted only " + u.accepted(),
 		})
 	}
-	groups = append(groups, group{usageUnsupportedTitle, rows})
+	if len(rows) > 0 {
+		groups = append(groups, group{usageUnsupportedTitle, rows})
+	}
 
 	header := usageRow{"FLAG", "ENVIRONMENT", "DEFAULT", "DESCRIPTION"}
 	wf, we, wd := len(header.flag), len(header.env), len(header.def)
@@ -129,10 +131,6 @@ func (s *setting) defaultText(defaults *Config) string {
 
 // feature names the missing feature in the help table.
 func (u *unsupportedFlag) feature() string {
-	switch u.reason {
-	case reasonSSE:
-		return "HTTP SSE signal routes"
-	}
 	return "not supported"
 }
 
