@@ -13,6 +13,9 @@
   // within that second of the events that closed a cycle is asked again
   // once this long after it, else the cycle shows only at the next event.
   const DEADLOCK_RECHECK_MS = 1100;
+  // With --observatory-events 0 the server records no events to push
+  // (GET /v1/events answers 404): the tables are then reloaded this often.
+  const POLL_MS = 2000;
 
   const isElection = (k) => k.observers > 0 || k.holders.some((h) => h.elect);
   // A lock nobody holds or waits for stays in the server until its idle
@@ -31,7 +34,7 @@
   ];
 
   const state = { token: sessionStorage.getItem(TOKEN) || "", tab: "locks", keys: [], truncated: false,
-    deadlocks: [], events: [], lastId: "", prefix: "", stream: null, pending: null, detail: null, eventsOn: true,
+    deadlocks: [], events: [], lastId: "", prefix: "", stream: null, pending: null, detail: null, eventsOn: true, poll: null,
     lastRefresh: -Infinity, changed: false };
   const $ = (id) => document.getElementById(id);
 
@@ -140,7 +143,7 @@
       if (state.lastId) headers["Last-Event-ID"] = state.lastId;
       const res = await fetch("/v1/events?" + new URLSearchParams({ prefix: state.prefix }), { headers, signal: ctl.signal, cache: "no-store" });
       if (res.status === 401) { login(); return; }
-      if (res.status === 404) { setLive("no events"); state.eventsOn = false; return; }
+      if (res.status === 404) { noEvents(); return; }
       if (!res.ok) throw new Error(String(res.status));
       setLive("live");
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -187,6 +190,14 @@
     }
   }
 
+  // noEvents falls back to reloading every POLL_MS: the page stays current
+  // on a server that records no events, at one reload per POLL_MS.
+  function noEvents() {
+    state.eventsOn = false;
+    setLive("reloading every " + POLL_MS / 1000 + " s");
+    if (!state.poll) state.poll = setInterval(scheduleRefresh, POLL_MS);
+  }
+
   function setLive(what) {
     const b = $("live");
     b.textContent = what;
@@ -194,6 +205,8 @@
   }
 
   function restartStream() {
+    if (state.poll) clearInterval(state.poll);
+    state.poll = null;
     if (state.stream) state.stream.abort();
     state.stream = null;
     state.lastId = "";

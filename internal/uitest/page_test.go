@@ -313,3 +313,19 @@ func TestObservatoryOverTLS(t *testing.T) {
 		t.Errorf("the holder shows as %q: no transport tls", row.Holders[0])
 	}
 }
+
+// With --observatory-events 0 (the default) there are no events to push:
+// the page says so and reloads on its own, so a lock taken and released
+// after it loaded still shows and goes.
+func TestObservatoryWithoutEvents(t *testing.T) {
+	chromium(t)
+	s := startServer(t, "--observatory-events", "0")
+	p := newPage(t, 1280, 720)
+	p.do(chromedp.Navigate(s.url + "/ui"))
+	await(p, "the page to say it reloads", `document.getElementById("live").textContent`, eq("reloading every 2 s"))
+	c := dial(t, s, "holder")
+	tok := c.lock("invoices", 0, 60)
+	await(p, "invoices with its holder", rowJS("invoices"), func(r *lockRow) bool { return r != nil && len(r.Holders) == 1 && names(r.Holders[0], c) })
+	c.release("invoices", tok)
+	await(p, "invoices gone after its release", rowJS("invoices"), func(r *lockRow) bool { return r == nil })
+}
