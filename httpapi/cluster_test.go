@@ -462,3 +462,37 @@ func TestClusterForceRelease(t *testing.T) {
 		t.Fatalf("a free key's force release released %d", fr.Released)
 	}
 }
+
+// TestClusterSignalStream: GET /v1/signals on a cluster member listens
+// through the log; on the leader a signal sent by another session reaches
+// the stream, and a follower refuses the stream naming the leader.
+func TestClusterSignalStream(t *testing.T) {
+	ms := startCluster(t, 3, Config{})
+	l := leaderOf(t, ms)
+	lines, stop := sseLines(t, l.testServer, "/v1/signals?pattern=jobs.*")
+	defer stop()
+	sink := endpointSink{make(chan engine.Result, 1)}
+	sender := l.hub.OpenEndpoint(sink)
+	defer l.hub.CloseEndpoint(sender)
+	res, done := l.hub.Call(&engine.Command{Kind: engine.KindRequest, Session: sender,
+		Req: vocab.Request{Op: vocab.OpSignal, Key: []byte("jobs.build"), Value: []byte("hello")}})
+	if !done {
+		select {
+		case res = <-sink.got:
+		case <-time.After(25 * time.Second):
+			t.Fatal("the signal was not answered through the log within 25 s")
+		}
+	}
+	if res.Status != vocab.StatusOK || res.Int != 1 {
+		t.Fatalf("signal answered %v with %d receivers, want ok and 1", res.Status, res.Int)
+	}
+	if s := nextSignal(t, lines); s.Channel != "jobs.build" || s.Payload != "hello" {
+		t.Fatalf("the stream got %+v", s)
+	}
+	for _, f := range ms {
+		if f != l {
+			eventually(t, "the follower to know its leader", func() bool { return f.node.LeaderAddr() != "" })
+			expectNotLeader(t, "a follower's signal stream", f.send(req{method: "GET", path: "/v1/signals?pattern=jobs.*"}), l)
+		}
+	}
+}

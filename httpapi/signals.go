@@ -51,6 +51,8 @@ func (e *signalEndpoint) Post(r engine.Result) {
 	}
 }
 
+func (e *signalEndpoint) Room() bool { return len(e.ch) < cap(e.ch) }
+
 func (e *signalEndpoint) Push(p engine.Push) bool {
 	select {
 	case e.ch <- p:

@@ -23,10 +23,13 @@ type Endpoint interface {
 // /v1/signals stream. Push hands it one from any goroutine without
 // blocking; false when its queue is full, which makes it a slow consumer
 // (spec §B.9): the push does not count as received, and the endpoint is
-// expected to end its stream and close.
+// expected to end its stream and close. Room reports whether a Push now
+// would be taken: a cluster member counts a signal's receivers before it
+// routes the pushes (Hub.Deliver), as it does for sessions' backlogs.
 type PushEndpoint interface {
 	Endpoint
 	Push(p engine.Push) bool
+	Room() bool
 }
 
 // pushEndpoint returns the open endpoint id names if it takes pushes.

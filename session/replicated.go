@@ -145,10 +145,10 @@ func (p *replicated) notLeader() engine.Result {
 // It is the cluster.Output of the member.
 func (h *Hub) Deliver(conn uint32, hasReply bool, r engine.Result, fx *engine.Effects) {
 	if hasReply {
+		if r.Kind == engine.KindReceivers {
+			r.Kind, r.Int = engine.KindInt, int64(h.receivers(fx))
+		}
 		if s := h.lookup(engine.SessionID(conn)); s != nil {
-			if r.Kind == engine.KindReceivers {
-				r.Kind, r.Int = engine.KindInt, int64(h.receivers(fx))
-			}
 			s.t.Post(r)
 		} else if e := h.endpoint(engine.SessionID(conn)); e != nil {
 			e.Post(r)
@@ -168,13 +168,22 @@ func (h *Hub) receivers(fx *engine.Effects) (n int) {
 		}
 		if f.Group != nil {
 			for j := range f.Group {
-				if m := h.lookup(f.Member(j)); m != nil && !m.Backlogged() {
+				if m := h.lookup(f.Member(j)); m != nil {
+					if !m.Backlogged() {
+						n++
+						break
+					}
+				} else if pe := h.pushEndpoint(f.Member(j)); pe != nil && pe.Room() {
 					n++
 					break
 				}
 			}
-		} else if s := h.lookup(f.To); s != nil && !s.Backlogged() {
-			n++
+		} else if s := h.lookup(f.To); s != nil {
+			if !s.Backlogged() {
+				n++
+			}
+		} else if pe := h.pushEndpoint(f.To); pe != nil && pe.Room() {
+			n++ // an HTTP signal stream
 		}
 	}
 	return n
