@@ -43,28 +43,36 @@ func clientAddrs(ms []*member) []string {
 	return a
 }
 
+// lockStat is key's entry in m's stats (false: m does not answer within
+// wait, or key is not held).
+func lockStat(m *member, key string, wait time.Duration) (st struct {
+	Key     string  `json:"key"`
+	Left    float64 `json:"lease_expires_in_s"`
+	Waiters int     `json:"waiters"`
+}, ok bool) {
+	doc, ok := strings.CutPrefix(ask(m.client, "stats", "_", "_", wait), "ok ")
+	if !ok {
+		return st, false
+	}
+	var all struct {
+		Locks []json.RawMessage `json:"locks"`
+	}
+	if json.Unmarshal([]byte(doc), &all) != nil {
+		return st, false
+	}
+	for _, raw := range all.Locks {
+		if json.Unmarshal(raw, &st) == nil && st.Key == key {
+			return st, true
+		}
+	}
+	return st, false
+}
+
 // leaseLeft is what m's stats say is left of key's lease (false: m does
 // not answer, or key is not held).
 func leaseLeft(m *member, key string) (float64, bool) {
-	doc, ok := strings.CutPrefix(ask(m.client, "stats", "_", "_", 2*time.Second), "ok ")
-	if !ok {
-		return 0, false
-	}
-	var st struct {
-		Locks []struct {
-			Key  string  `json:"key"`
-			Left float64 `json:"lease_expires_in_s"`
-		} `json:"locks"`
-	}
-	if json.Unmarshal([]byte(doc), &st) != nil {
-		return 0, false
-	}
-	for _, l := range st.Locks {
-		if l.Key == key {
-			return l.Left, true
-		}
-	}
-	return 0, false
+	st, ok := lockStat(m, key, 2*time.Second)
+	return st.Left, ok
 }
 
 // awaitRenewal waits until the lease of key, as the leader m reports it,

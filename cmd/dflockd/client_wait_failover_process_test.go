@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,25 +15,8 @@ import (
 // waitersOf is how many wait for key, as m's stats say (false: m does
 // not answer, or key is not held).
 func waitersOf(m *member, key string) (int, bool) {
-	doc, ok := strings.CutPrefix(ask(m.client, "stats", "_", "_", failoverBudget/10), "ok ")
-	if !ok {
-		return 0, false
-	}
-	var st struct {
-		Locks []struct {
-			Key     string `json:"key"`
-			Waiters int    `json:"waiters"`
-		} `json:"locks"`
-	}
-	if json.Unmarshal([]byte(doc), &st) != nil {
-		return 0, false
-	}
-	for _, l := range st.Locks {
-		if l.Key == key {
-			return l.Waiters, true
-		}
-	}
-	return 0, false
+	st, ok := lockStat(m, key, failoverBudget/10)
+	return st.Waiters, ok
 }
 
 type acquireResult struct {

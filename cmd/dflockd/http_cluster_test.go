@@ -7,20 +7,26 @@ import (
 	"testing"
 )
 
+// tokenFiles writes two token files for the *-token-file flags' tests:
+// file holds "from-file" among blanks, empty only blanks.
+func tokenFiles(t *testing.T) (file, empty string) {
+	dir := t.TempDir()
+	file, empty = filepath.Join(dir, "token"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(file, []byte("  from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, empty
+}
+
 // TestConfigAdminToken: --admin-token and --admin-token-file (spec §E.2
 // V2C), with their variables: trimmed, one header value, never echoed.
 func TestConfigAdminToken(t *testing.T) {
 	base := []string{"--raft-dir", "/d", "--node-id", "n1", "--raft-addr", "127.0.0.1:7001",
 		"--cluster-peers", "n1=127.0.0.1:7001@127.0.0.1:6388", "--raft-auth-token", strings.Repeat("t", 32)}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "admin")
-	if err := os.WriteFile(file, []byte("  from-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file, empty := tokenFiles(t)
 	for _, c := range []struct {
 		args []string
 		vars map[string]string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,15 +10,7 @@ import (
 // echoed, redacted from the debug dump, and a token for an open /metrics
 // refused as the contradiction it is.
 func TestConfigMetricsAuth(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "metrics")
-	if err := os.WriteFile(file, []byte("  from-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file, empty := tokenFiles(t)
 	for _, c := range []struct {
 		args      []string
 		vars      map[string]string
