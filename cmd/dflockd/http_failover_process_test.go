@@ -42,18 +42,7 @@ func TestHTTPSessionEndsWithLeader(t *testing.T) {
 		t.Fatalf("acquire on %s: %s", old.id, a)
 	}
 
-	old.signal(syscall.SIGKILL)
-	var next *httpMember
-	within(t, failoverBudget, "a new leader answering /v1/readindex", func() (bool, string) {
-		for _, m := range ms {
-			if m != old && m.call("GET", "/v1/readindex", "", nil).status == 200 {
-				next = m
-				return true, ""
-			}
-		}
-		return false, "none"
-	})
-	t.Logf("%s killed, %s leads", old.id, next.id)
+	next := killLeader(t, ms, old)
 	for _, m := range ms {
 		if m == old || m == next {
 			continue
@@ -134,18 +123,7 @@ func TestHTTPStableRefSessionTakesOverAfterLeaderKill(t *testing.T) {
 		t.Fatalf("acquire on %s: %s", old.id, a)
 	}
 
-	old.signal(syscall.SIGKILL)
-	var next *httpMember
-	within(t, failoverBudget, "a new leader answering /v1/readindex", func() (bool, string) {
-		for _, m := range ms {
-			if m != old && m.call("GET", "/v1/readindex", "", nil).status == 200 {
-				next = m
-				return true, ""
-			}
-		}
-		return false, "none"
-	})
-	t.Logf("%s killed, %s leads", old.id, next.id)
+	next := killLeader(t, ms, old)
 	other := newHTTPSession(t, next)
 	if a := next.call("POST", "/v1/locks/report", other, map[string]int{"acquire_timeout_s": 0}); !strings.Contains(string(a.body), `"status":"timeout"`) {
 		t.Fatalf("try from a session without the ref: %s, want a timeout (held by the orphan)", a)
@@ -167,4 +145,24 @@ func TestHTTPStableRefSessionTakesOverAfterLeaderKill(t *testing.T) {
 	if a := next.call("POST", "/v1/locks/report", other, map[string]int{"acquire_timeout_s": 0}); !strings.Contains(string(a.body), `"status":"ok"`) {
 		t.Fatalf("try after the release: %s, want granted", a)
 	}
+}
+
+// killLeader kills the leader old with SIGKILL and returns the member
+// that leads next, once it answers /v1/readindex (a read only a leader
+// serves).
+func killLeader(t *testing.T, ms []*httpMember, old *httpMember) *httpMember {
+	t.Helper()
+	old.signal(syscall.SIGKILL)
+	var next *httpMember
+	within(t, failoverBudget, "a new leader answering /v1/readindex", func() (bool, string) {
+		for _, m := range ms {
+			if m != old && m.call("GET", "/v1/readindex", "", nil).status == 200 {
+				next = m
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+	t.Logf("%s killed, %s leads", old.id, next.id)
+	return next
 }
