@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/valyala/bytebufferpool"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/session"
@@ -25,13 +26,27 @@ type conn struct {
 	// gnet serves a duplicate), which Hangup's callers know it by.
 	raw     net.Conn
 	wrapped bool // raw wraps the socket: OnClose closes it
+	// held is output written while its loop applies deliveries, sent
+	// when they are applied (held.go); nil when none.
+	held *bytebufferpool.ByteBuffer
 }
 
-func (cs *conn) Write(b []byte) { _, _ = cs.c.Write(b) }
+func (cs *conn) Write(b []byte) {
+	if cs.lp.batching {
+		cs.lp.hold(cs, b)
+		return
+	}
+	_, _ = cs.c.Write(b)
+}
 
 func (cs *conn) Unsent() int { return cs.c.OutboundBuffered() }
 
-func (cs *conn) Close() { _ = cs.c.Close() }
+// Close closes the connection after what it has written, held output
+// included.
+func (cs *conn) Close() {
+	cs.writeHeld()
+	_ = cs.c.Close()
+}
 
 func (cs *conn) Wake() { _ = cs.c.Wake(nil) }
 

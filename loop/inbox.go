@@ -62,6 +62,10 @@ type loopState struct {
 	scratch  session.Scratch  // the sessions' working memory (one call at a time)
 	counters session.Counters // this loop's request counts, if Config.Count
 	dirty    []*conn          // connections with pushes batched by this drain
+	// batching is true while apply runs: connections' writes are held
+	// (held.go), and holding lists those that hold some.
+	batching bool
+	holding  []*conn
 	drain    gnet.Runnable
 	rt       readTimer
 	pauser   readPauser // stops reading sockets whose output is over the bound
@@ -136,6 +140,7 @@ func (lp *loopState) drainInbox(context.Context) error {
 
 // apply runs deliveries on the loop, then keeps the slice for reuse.
 func (lp *loopState) apply(items []delivery) {
+	lp.batching = true
 	for i := range items {
 		d := &items[i]
 		if d.result.Kind == engine.KindPush {
@@ -176,6 +181,7 @@ func (lp *loopState) apply(items []delivery) {
 		lp.dirty = nil
 	}
 	lp.dirty = lp.dirty[:0]
+	lp.flushHeld()
 	lp.scratch.Trim()
 }
 

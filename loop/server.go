@@ -285,6 +285,7 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	}
 	c.SetContext(nil)
 	cs.closed = true
+	cs.writeHeld() // drops it: nothing is written once closed
 	s.open.remove(cs)
 	s.watch.closed(cs)
 	cs.lp.rt.stop(cs)

@@ -138,6 +138,28 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 func (s *Session) write(b []byte) {
 	s.t.Write(b)
 	s.written += int64(len(b))
+	s.sent()
+}
+
+// Flushed is called by a transport that held output written while it
+// delivered a batch of results (Transport.Write) and has now handed it to
+// the socket: what the socket did not take is then seen as for a write
+// (the write deadline, the backlog figure).
+func (s *Session) Flushed() {
+	if s.closed {
+		return
+	}
+	s.sent()
+	if s.t.Unsent() > 0 && s.backlog.recheckMs == 0 {
+		// As flushPushes does for a push batch the socket did not take.
+		s.backlog.recheckMs = recheckFirst
+		s.t.SetTimer(s.hub.clock.Now().After(recheckFirst)) // Timer re-arms what comes later
+	}
+}
+
+// sent notes output just handed to the transport: what the socket has not
+// taken starts the write deadline.
+func (s *Session) sent() {
 	s.noteUnsent()
 	if s.writeDeadline == 0 && s.hub.wtMs > 0 {
 		if unsent := s.t.Unsent(); unsent > 0 {

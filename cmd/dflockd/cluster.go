@@ -2,8 +2,9 @@ package main
 
 // Cluster mode (spec §G): with --raft-dir the server is one member of a
 // raft cluster (package cluster). Its client listener, and godistlock's
-// with --godistlock-port, are served by package netconn (or, with
-// --cluster-loops, the gnet loops of package loop) over a cluster hub:
+// with --godistlock-port, are served by the gnet loops of package loop, as
+// on a single node (or, with --cluster-loops=false and with TLS, by
+// package netconn) over a cluster hub:
 // every request but stats (godistlock: but HELLO and STATS) goes through
 // the replicated log, a follower answers error_not_leader <leader's
 // client address> (godistlock: ERR <nonce> not_leader, and a close), and
@@ -48,7 +49,7 @@ type ClusterConfig struct {
 	AdvertiseAddr string        // --advertise-addr: this node's client address
 	Bootstrap     bool          // --cluster-bootstrap
 	Forward       bool          // --cluster-forward: followers relay client connections to the leader (package relay, forward.go)
-	Loops         bool          // --cluster-loops: plain-TCP clients on the gnet loops, not netconn
+	Loops         bool          // --cluster-loops (default true): plain-TCP clients on the gnet loops, not netconn
 	OrphanTTL     time.Duration // --orphan-ttl: stable-ref orphans kept this long (0: off)
 	RaftToken     string        // --raft-auth-token, or the content of RaftTokenFile
 	RaftTokenFile string        // --raft-auth-token-file
@@ -96,9 +97,6 @@ func checkCluster(cfg *Config) error {
 		var errs []error
 		if c.NodeID != "" || c.RaftAddr != "" || c.Peers != "" || c.Bootstrap {
 			errs = append(errs, errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)"))
-		}
-		if c.Loops {
-			errs = append(errs, errors.New("--cluster-loops needs --raft-dir (cluster mode): a single node's clients are on the gnet loops already"))
 		}
 		if c.Forward {
 			errs = append(errs, errors.New("--cluster-forward needs --raft-dir (cluster mode): only a cluster member has a leader to forward to"))
@@ -327,13 +325,12 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 			return nil, fmt.Errorf("--cluster-bootstrap: %w", err)
 		}
 	}
-	// Clients are served by netconn (a goroutine per connection, on Go's
-	// netpoller) unless --cluster-loops puts plain-TCP ones on the gnet
-	// loops, as on a single node. netconn is the default because it
-	// measured cheaper for a member: its connections hand requests to
-	// the raft goroutines and take their answers back, and a gnet loop
-	// blocks in epoll outside Go's scheduler, so each such hand-off costs
-	// more (PERF.md, "Cluster").
+	// Plain-TCP clients are served by the gnet loops, as on a single node;
+	// TLS ones, and every one with --cluster-loops=false, by netconn (a
+	// goroutine per connection, on Go's netpoller). The loops hold the
+	// answers an applied entry hands a connection and write them at once
+	// (loop/held.go), which made them the cheaper of the two for a
+	// member (PERF.md, "Cluster mode").
 	var srv clientServer
 	var serve func() error
 	if certs != nil || !c.Loops {
@@ -423,8 +420,13 @@ func (s *clusterServer) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// clusterAttrs describe the node for the listening line.
-func clusterAttrs(c *ClusterConfig) []any {
+// clusterAttrs describe the node for the listening line, with what serves
+// its clients: the gnet loops, or netconn (TLS, --cluster-loops=false).
+func clusterAttrs(c *ClusterConfig, tls bool) []any {
+	transport := "loops"
+	if tls || !c.Loops {
+		transport = "netconn"
+	}
 	return []any{"cluster", true, "node_id", c.NodeID, "raft_addr", c.RaftAddr, "raft_tls", c.RaftTLSCert != "",
-		"peers", strings.Count(c.Peers, "="), "forward", c.Forward}
+		"peers", strings.Count(c.Peers, "="), "forward", c.Forward, "client_transport", transport}
 }

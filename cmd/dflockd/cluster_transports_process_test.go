@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Every client transport on cluster member processes (issue #20): the
@@ -134,13 +139,14 @@ func httpLock(m *httpMember, key string, wait int) (sid, token, status string, a
 // to the leader and takes a lock the leader sees held, and godistlock and
 // HTTP, which are not relayed, answer not_leader (ERR and a close; 503
 // naming the leader). Members serve their TCP clients (godistlock's too)
-// with netconn, and with --cluster-loops on the gnet loops.
+// on the gnet loops (the default), and with --cluster-loops=false with
+// netconn.
 func TestClusterEveryTransport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process, seconds")
 	}
-	t.Run("netconn", func(t *testing.T) { testEveryTransport(t) })
-	t.Run("loops", func(t *testing.T) { testEveryTransport(t, "--cluster-loops") })
+	t.Run("netconn", func(t *testing.T) { testEveryTransport(t, "--cluster-loops=false") })
+	t.Run("loops", func(t *testing.T) { testEveryTransport(t) })
 }
 
 func testEveryTransport(t *testing.T, extra ...string) {
@@ -161,6 +167,18 @@ func testEveryTransport(t *testing.T, extra ...string) {
 		got := dialGodistlock(t, l.gd).do("TRY probe 1000 p1")
 		return strings.HasPrefix(got, "GIVE p1 "), "TRY on " + l.id + ": " + got
 	})
+	// What serves the leader's plain-TCP clients, seen from outside: the
+	// goroutines it runs for 100 more connections.
+	perConn := goroutinesPerConnection(t, l.httpMember, 100)
+	if slices.Contains(extra, "--cluster-loops=false") {
+		if perConn < 0.8 { // one each, give or take the member's own
+			t.Fatalf("netconn: %.2f goroutines per connection, want one each", perConn)
+		}
+	} else if perConn > 0.2 {
+		t.Fatalf("loops: %.2f goroutines per connection, want none (the gnet loops serve them)", perConn)
+	}
+	t.Logf("100 connections to the leader: %.2f goroutines each", perConn)
+
 	gd := dialGodistlock(t, l.gd)
 	if got := gd.do("HELLO 1 h1"); !strings.HasPrefix(got, "HELLO h1 ") {
 		t.Fatalf("HELLO: %q", got)
@@ -288,4 +306,39 @@ func testEveryTransport(t *testing.T, extra ...string) {
 		t.Fatalf("HTTP on follower %s: %s, X-Dflockd-Leader %q, want 503 naming %s", fw.id, a,
 			a.header.Get("X-Dflockd-Leader"), l.client)
 	}
+}
+
+// memberGoroutines is go_goroutines on m's /metrics.
+func memberGoroutines(t *testing.T, m *httpMember) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + m.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s /metrics: %v", m.id, err)
+	}
+	n := metricValue(fams, "go_goroutines")
+	if n < 0 {
+		t.Fatalf("%s /metrics has no go_goroutines", m.id)
+	}
+	return n
+}
+
+// goroutinesPerConnection opens n connections to m's client port, each
+// answered a ping, and reports how many goroutines m gained with them:
+// netconn runs one per connection (and a writer while it writes), the
+// gnet loops none.
+func goroutinesPerConnection(t *testing.T, m *httpMember, n int) float64 {
+	t.Helper()
+	before := memberGoroutines(t, m)
+	for range n {
+		if got := dialMember(t, m.member).do("ping", "_", "_", 10*time.Second); got != "ok" {
+			t.Fatalf("ping on %s: %q", m.id, got)
+		}
+	}
+	return (memberGoroutines(t, m) - before) / float64(n)
 }

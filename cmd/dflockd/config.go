@@ -112,6 +112,7 @@ func DefaultConfig() Config {
 		Compat:                  compatV2,
 		LogFormat:               "text",
 		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second},
+		Cluster:                 ClusterConfig{Loops: true},
 	}
 }
 

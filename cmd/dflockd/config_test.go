@@ -70,6 +70,7 @@ func TestConfigDefaults(t *testing.T) {
 		Compat:                  "v2",
 		LogFormat:               "text",
 		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second},
+		Cluster:                 ClusterConfig{Loops: true},
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -812,6 +813,17 @@ func TestConfigCluster(t *testing.T) {
 		"DFLOCKD_ADVERTISE_ADDR": "db2:6389"})
 	if cfg.Cluster.NodeID != "n2" || cfg.Cluster.AdvertiseAddr != "db2:6389" {
 		t.Fatalf("from the environment: %+v", cfg.Cluster)
+	}
+	// The gnet loops serve a member's clients unless told otherwise.
+	if !cfg.Cluster.Loops {
+		t.Fatal("--cluster-loops is off by default")
+	}
+	if cfg, _ = mustLoad(t, append(base, "--raft-auth-token", token, "--cluster-loops=false"), nil); cfg.Cluster.Loops {
+		t.Fatal("--cluster-loops=false left the loops on")
+	}
+	cfg, _ = mustLoad(t, append(base, "--raft-auth-token", token), map[string]string{"DFLOCKD_CLUSTER_LOOPS": "false"})
+	if cfg.Cluster.Loops {
+		t.Fatal("DFLOCKD_CLUSTER_LOOPS=false left the loops on")
 	}
 	file := filepath.Join(t.TempDir(), "raft-token")
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {

@@ -253,7 +253,7 @@ var settingGroups = []settingGroup{
 			usage: "a follower relays each client connection to the leader, for clients that do not follow error_not_leader",
 			field: func(c *Config) any { return &c.Cluster.Forward }},
 		{flag: "cluster-loops", env: "DFLOCKD_CLUSTER_LOOPS", kind: kindBool,
-			usage: "serve this member's plain-TCP clients on the gnet loops instead of a goroutine per connection (see PERF.md)",
+			usage: "serve this member's plain-TCP clients on the gnet loops (false: a goroutine per connection; cluster mode)",
 			field: func(c *Config) any { return &c.Cluster.Loops }},
 		{flag: "orphan-ttl", env: "DFLOCKD_ORPHAN_TTL_S", kind: kindSeconds, min: 0, max: maxSeconds, arg: "SECONDS",
 			usage: "keep a closed connection's locks and queue places this long for a new connection presenting its stable-ref (0: off; cluster mode)",

@@ -241,8 +241,9 @@ print("python ok")
 // paused while the others elect another) answers its waiting request
 // error_not_leader, then closes its client connections, so that clients
 // reconnect; a new connection to it is relayed to the new leader. Over
-// both client transports: netconn, and the gnet loops (--cluster-loops),
-// whose hang-up and answers to a paused connection are their own.
+// both client transports: the gnet loops (the default), whose hang-up and
+// answers to a paused connection are their own, and netconn
+// (--cluster-loops=false).
 func TestClusterForwardDeposedLeaderHangsUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process, tens of seconds")
@@ -253,8 +254,8 @@ func TestClusterForwardDeposedLeaderHangsUp(t *testing.T) {
 	for _, tr := range []string{"netconn", "loops"} {
 		t.Run(tr, func(t *testing.T) {
 			extra := []string{"--cluster-forward"}
-			if tr == "loops" {
-				extra = append(extra, "--cluster-loops")
+			if tr == "netconn" {
+				extra = append(extra, "--cluster-loops=false")
 			}
 			testDeposedLeaderHangsUp(t, extra)
 		})

@@ -192,6 +192,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-ready:
 		attrs := []any{"addr", addr, "loops", loops, "version", version, "profile", cfg.Compat}
+		if certs == nil && cfg.Cluster.RaftDir != "" && !cfg.Cluster.Loops {
+			attrs = []any{"addr", addr, "version", version, "profile", cfg.Compat} // netconn: no loops
+		}
 		if certs != nil {
 			attrs = []any{"addr", addr, "tls", true, "version", version, "profile", cfg.Compat}
 			attrs = append(attrs, certAttrs(certs)...)
@@ -203,7 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			attrs = append(attrs, "http_addr", httpL.Addr().String())
 		}
 		if cfg.Cluster.RaftDir != "" {
-			attrs = append(attrs, clusterAttrs(&cfg.Cluster)...)
+			attrs = append(attrs, clusterAttrs(&cfg.Cluster, certs != nil)...)
 		}
 		log.Info("listening", attrs...)
 		log.Debug("config", "config", fmt.Sprintf("%+v", redacted(cfg)))
