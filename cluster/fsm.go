@@ -88,6 +88,7 @@ type FSM struct {
 	members map[raft.ServerID]string
 
 	fx, tfx engine.Effects // apply's scratch
+	ops     []Op           // the ops of the entry being applied (decodeBatch)
 	// applied, if set, is called after each batch: a leader's proposer
 	// looks at the engine's deadlines again.
 	applied func()
@@ -128,6 +129,9 @@ func (f *FSM) Inited() bool {
 	return f.inited
 }
 
+// keepOps bounds the ops storage an FSM keeps from entry to entry.
+const keepOps = 4096
+
 // Apply applies one log entry.
 func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
@@ -139,11 +143,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		f.entryMu.Lock()
 		if l.Type == raft.LogCommand {
-			b, err := DecodeBatch(l.Data)
+			b, err := decodeBatch(l.Data, f.ops)
 			if err != nil {
 				panic(fmt.Sprintf("cluster: entry %d: %v (a replica must not skip what the others applied)", l.Index, err))
 			}
 			res[i] = f.applyBatch(&b)
+			if clear(b.Ops); cap(b.Ops) <= keepOps { // what they point into is the entry's
+				f.ops = b.Ops[:0]
+			}
 		}
 		f.mu.Lock()
 		f.index = l.Index

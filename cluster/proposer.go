@@ -21,6 +21,9 @@ type proposer struct {
 	done       chan struct{}
 }
 
+// keepQueue bounds the queue storage the proposer hands back for reuse.
+const keepQueue = 1 << 20
+
 func (p *proposer) run() {
 	defer close(p.done)
 	n := p.n
@@ -62,7 +65,9 @@ func (p *proposer) run() {
 	n.mu.Lock()
 	proposed := n.mu.clock.last
 	n.mu.Unlock()
-	var buf []byte
+	// spare is the queue storage of the last batch, handed back to the
+	// queue for the next one: a batch's ops are copied into its entry.
+	var spare []byte
 	for {
 		now := n.cfg.Clock.Now()
 		n.mu.Lock()
@@ -76,7 +81,8 @@ func (p *proposer) run() {
 		var ops []byte
 		if nops > 0 {
 			ops = n.mu.queue
-			n.mu.queue, n.mu.nops = nil, 0
+			n.mu.queue, n.mu.nops = spare[:0], 0
+			spare = nil
 		}
 		clk := &n.mu.clock
 		stamp := clk.stamp()
@@ -91,12 +97,15 @@ func (p *proposer) run() {
 				nops++
 				lastGC = now
 			}
-			buf = buf[:0]
-			buf = append(buf, batchFormat)
-			buf = binary.AppendVarint(buf, int64(stamp))
-			buf = binary.AppendUvarint(buf, uint64(nops))
-			buf = append(buf, ops...)
-			data := append([]byte(nil), buf...)
+			// The entry's own storage: raft keeps it.
+			data := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(ops))
+			data = append(data, batchFormat)
+			data = binary.AppendVarint(data, int64(stamp))
+			data = binary.AppendUvarint(data, uint64(nops))
+			data = append(data, ops...)
+			if cap(ops) <= keepQueue {
+				spare = ops
+			}
 			proposed = stamp
 			pending.Add(1)
 			var at time.Time
