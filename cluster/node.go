@@ -64,13 +64,14 @@ type Config struct {
 }
 
 // DefaultRaft is the raft configuration of a dflockd-ng node: heartbeat
-// and election timeouts of 1 s (a failover takes 1–3 s), entries of up to
-// 256 batches per disk write.
+// and election timeouts of 1 s (a follower that sees its leader's process
+// gone shortens them: quickfailover.go; else a failover takes 1–3 s), a
+// leader lease of 250 ms, entries of up to 256 batches per disk write.
 func DefaultRaft() *raft.Config {
 	c := raft.DefaultConfig()
 	c.HeartbeatTimeout = time.Second
 	c.ElectionTimeout = time.Second
-	c.LeaderLeaseTimeout = 500 * time.Millisecond
+	c.LeaderLeaseTimeout = quickTimeout // quickfailover.go shortens the others to it
 	c.CommitTimeout = 50 * time.Millisecond
 	c.MaxAppendEntries = 256
 	c.SnapshotThreshold = 8192
@@ -87,6 +88,7 @@ type Node struct {
 	fsm  *FSM
 	raft *raft.Raft
 
+	quick  quickState    // quickfailover.go
 	kick   chan struct{} // an engine deadline moved earlier
 	notify chan bool     // raft's leadership changes
 	quit   chan struct{}
@@ -126,6 +128,7 @@ func New(cfg Config) (*Node, error) {
 		cfg.Inflight = 1
 	}
 	n := &Node{cfg: cfg, kick: make(chan struct{}, 1), notify: make(chan bool, 16), quit: make(chan struct{})}
+	n.quick.ended = make(chan struct{}, 1)
 	local := engine.Config{Shards: cfg.Shards, OnDeadline: func(int, timerwheel.Tick) {
 		select {
 		case n.kick <- struct{}{}:
@@ -146,6 +149,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	rc.LocalID = cfg.ID
 	rc.NotifyCh = n.notify
+	n.quick.log = rc.Logger
 	rc.BatchApplyCh = true
 	var fsm raft.FSM = n.fsm
 	var timed *timedFSM
@@ -166,8 +170,9 @@ func New(cfg Config) (*Node, error) {
 		// without a leader to start one.
 		watchLeaders(r, cfg.Observer.LeaderChange)
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.watchPeerEnds()
 	return n, nil
 }
 

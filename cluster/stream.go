@@ -36,6 +36,7 @@ type Stream struct {
 	tls   *tls.Config // server side; nil: plain TCP
 	dial  *tls.Config // client side
 	onBad func(remote string, err error)
+	ended func()
 
 	conns chan net.Conn
 	quit  chan struct{}
@@ -48,8 +49,13 @@ type StreamConfig struct {
 	// ServerTLS and ClientTLS, both or neither: raft's mutual TLS.
 	ServerTLS, ClientTLS *tls.Config
 	// OnRefused, if set, is told about each peer refused by the
-	// handshake (logged by the caller, rate limited).
+	// handshake (logged by the caller, rate limited). A connection
+	// closed before it sent a byte (a port probe, Node.PeerConnEnded's
+	// own) is not refused: it is closed in silence.
 	OnRefused func(remote string, err error)
+	// OnEnded, if set, is called when an accepted peer connection ends
+	// (its reader saw an error or the end): Node.PeerConnEnded.
+	OnEnded func()
 }
 
 // NewStream listens for raft peers on ln.
@@ -61,7 +67,7 @@ func NewStream(ln net.Listener, cfg StreamConfig) (*Stream, error) {
 		return nil, errors.New("cluster: raft TLS needs both the server and the client configuration")
 	}
 	s := &Stream{ln: ln, token: cfg.Token, tls: cfg.ServerTLS, dial: cfg.ClientTLS, onBad: cfg.OnRefused,
-		conns: make(chan net.Conn), quit: make(chan struct{})}
+		ended: cfg.OnEnded, conns: make(chan net.Conn), quit: make(chan struct{})}
 	if s.onBad == nil {
 		s.onBad = func(string, error) {}
 	}
@@ -87,9 +93,14 @@ func (s *Stream) acceptLoop() {
 		go func() {
 			ac, err := s.authAccepted(c)
 			if err != nil {
-				s.onBad(c.RemoteAddr().String(), err)
+				if !errors.Is(err, io.EOF) { // else closed before a byte
+					s.onBad(c.RemoteAddr().String(), err)
+				}
 				_ = c.Close()
 				return
+			}
+			if s.ended != nil {
+				ac = &endWatch{Conn: ac, ended: s.ended}
 			}
 			select {
 			case s.conns <- ac:
@@ -221,4 +232,23 @@ func (s *Stream) challenge(c net.Conn, dialer bool) error {
 	}
 	_, err := c.Write(proof("acceptor", peer, mine[:]))
 	return err
+}
+
+// endWatch is an accepted peer connection that reports its end: the first
+// read that fails (the peer closed it, or it broke) calls ended once.
+type endWatch struct {
+	net.Conn
+	once  sync.Once
+	ended func()
+}
+
+func (c *endWatch) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			c.once.Do(c.ended)
+		}
+	}
+	return n, err
 }

@@ -12,6 +12,8 @@ package main
 // same way.
 
 import (
+	"sync/atomic"
+
 	"github.com/dflockd-ng/dflockd/internal/fdguard"
 	"github.com/dflockd-ng/dflockd/vocab"
 
@@ -261,10 +263,18 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		storage.Close()
 		return nil, fmt.Errorf("--raft-addr %s: %w", c.RaftAddr, err)
 	}
+	// The node, once made, is told when a peer's raft connection ends:
+	// the leader's process may be gone (cluster/quickfailover.go).
+	var nodeRef atomic.Pointer[cluster.Node]
 	stream, err := cluster.NewStream(guard.Listener(ln), cluster.StreamConfig{Token: []byte(c.RaftToken),
 		ServerTLS: serverTLS, ClientTLS: clientTLS,
 		OnRefused: func(remote string, err error) {
 			ncfg.Events.Warn("raft peer refused", "remote", remote, "error", err.Error())
+		},
+		OnEnded: func() {
+			if n := nodeRef.Load(); n != nil {
+				n.PeerConnEnded()
+			}
 		}})
 	if err != nil {
 		ln.Close()
@@ -318,6 +328,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		return nil, err
 	}
 	r.node = node
+	nodeRef.Store(node)
 	if c.Bootstrap {
 		if err := node.Bootstrap(servers); err != nil {
 			_ = node.Shutdown()
