@@ -3,7 +3,9 @@ package engine
 import "github.com/dflockd-ng/dflockd/internal/hotkeys"
 
 // The observatory's hot keys: the lock, semaphore and read-write lock keys
-// with the most grants and the most total wait, in bounded memory. Each
+// with the most grants and the most total wait, in bounded memory. A key
+// is counted per kind (a KeyRef, as /v1/keys lists keys): in v2 a lock
+// "a" and a semaphore "a" are different resources, and get a row each. Each
 // shard keeps two Space-Saving sketches (internal/hotkeys) of its own
 // keys, updated under the shard lock at each grant and timed-out wait, so
 // recording takes no lock of its own; a key lives in one shard, so the
@@ -19,18 +21,18 @@ const HotKeysTracked = 1024
 const minHotPerShard = 16
 
 type hotSketches struct {
-	grants *hotkeys.Sketch // weight 1 per grant
-	wait   *hotkeys.Sketch // weight: ms waited, at grant or timeout
+	grants *hotkeys.Sketch[KeyRef] // weight 1 per grant
+	wait   *hotkeys.Sketch[KeyRef] // weight: ms waited, at grant or timeout
 }
 
 func newHotSketches(shards int) hotSketches {
 	k := max(minHotPerShard, HotKeysTracked/max(shards, 1))
-	return hotSketches{grants: hotkeys.New(k), wait: hotkeys.New(k)}
+	return hotSketches{grants: hotkeys.New(k, compareRefs), wait: hotkeys.New(k, compareRefs)}
 }
 
 // hotLocked counts a wait's end on key: a grant if granted; ms waited (-1:
 // unknown, a claim restored from a snapshot).
-func (o *shardObs) hotLocked(key string, granted bool, ms int64) {
+func (o *shardObs) hotLocked(key KeyRef, granted bool, ms int64) {
 	if granted {
 		o.hot.grants.Add(key, 1)
 	}
@@ -39,9 +41,9 @@ func (o *shardObs) hotLocked(key string, granted bool, ms int64) {
 	}
 }
 
-// HotKey is one key of a hot-key list: Count is an upper bound of its
-// grants (or ms waited), Count-Err a lower bound.
-type HotKey = hotkeys.Entry
+// HotKey is one key of a hot-key list, named with its kind: Count is an
+// upper bound of its grants (or ms waited), Count-Err a lower bound.
+type HotKey = hotkeys.Entry[KeyRef]
 
 // HotKeys is what HotKeys reports.
 type HotKeys struct {
@@ -72,7 +74,7 @@ func (e *Engine) HotKeys(n int) HotKeys {
 		sh.mu.Unlock()
 	}
 	for _, l := range []*[]HotKey{&h.ByGrants, &h.ByWait} {
-		hotkeys.SortTop(*l)
+		hotkeys.SortTop(*l, compareRefs)
 		if len(*l) > n {
 			*l = (*l)[:n]
 		}

@@ -245,6 +245,7 @@ func (a *API) routeTable() []route {
 		{"POST /v1/sessions/{id}/ping", a.leaderOnly(a.pingSession)},
 		{"GET /v1/stats", a.stats},
 		{"GET /v1/signals", a.leaderOnly(a.streamSignals)},
+		{"POST /v1/signals/{channel}", a.leaderOnly(a.postSignal)},
 		{"GET /v1/openapi.json", serveOpenAPI},
 		{"GET /health", health},
 		{"GET /ready", a.ready},

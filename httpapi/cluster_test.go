@@ -464,8 +464,9 @@ func TestClusterForceRelease(t *testing.T) {
 }
 
 // TestClusterSignalStream: GET /v1/signals on a cluster member listens
-// through the log; on the leader a signal sent by another session reaches
-// the stream, and a follower refuses the stream naming the leader.
+// through the log; on the leader a signal sent by another session, or
+// POSTed to /v1/signals/{channel}, reaches the stream, and a follower
+// refuses the stream and the POST naming the leader.
 func TestClusterSignalStream(t *testing.T) {
 	ms := startCluster(t, 3, Config{})
 	l := leaderOf(t, ms)
@@ -489,10 +490,28 @@ func TestClusterSignalStream(t *testing.T) {
 	if s := nextSignal(t, lines); s.Channel != "jobs.build" || s.Payload != "hello" {
 		t.Fatalf("the stream got %+v", s)
 	}
+	// POST /v1/signals/{channel} on the leader goes through the log too,
+	// and its delivered counts the stream.
+	if n := l.postSignal("jobs.deploy", "posted", nil); n != 1 {
+		t.Fatalf("the leader's POST delivered %d, want 1", n)
+	}
+	if s := nextSignal(t, lines); s.Channel != "jobs.deploy" || s.Payload != "posted" {
+		t.Fatalf("the stream got %+v", s)
+	}
 	for _, f := range ms {
 		if f != l {
 			eventually(t, "the follower to know its leader", func() bool { return f.node.LeaderAddr() != "" })
 			expectNotLeader(t, "a follower's signal stream", f.send(req{method: "GET", path: "/v1/signals?pattern=jobs.*"}), l)
+			expectNotLeader(t, "a follower's signal POST", f.send(req{method: "POST", path: "/v1/signals/jobs.x",
+				body: map[string]string{"payload": "refused"}}), l)
 		}
+	}
+	// What the followers refused was not sent: the stream's next signal
+	// is the leader's next one.
+	if n := l.postSignal("jobs.last", "after", nil); n != 1 {
+		t.Fatalf("the leader's last POST delivered %d, want 1", n)
+	}
+	if s := nextSignal(t, lines); s.Channel != "jobs.last" {
+		t.Fatalf("the stream got %+v after the followers' refusals, want jobs.last", s)
 	}
 }

@@ -29,9 +29,12 @@ type (
 		Latency  latencyJSON  `json:"latency"`
 	}
 	// hotKeyJSON: count is an upper bound of the key's grants (or ms
-	// waited), count - error a lower bound.
+	// waited), count - error a lower bound. kind is /v1/keys's (lock,
+	// semaphore, rwlock): a lock and a semaphore of one name are two
+	// resources, two rows.
 	hotKeyJSON struct {
 		Key   string `json:"key"`
+		Kind  string `json:"kind"`
 		Count uint64 `json:"count"`
 		Error uint64 `json:"error"`
 	}
@@ -53,7 +56,7 @@ type (
 func hotList(es []engine.HotKey) []hotKeyJSON {
 	out := make([]hotKeyJSON, 0, len(es))
 	for _, e := range es {
-		out = append(out, hotKeyJSON{Key: e.Key, Count: e.Count, Error: e.Err})
+		out = append(out, hotKeyJSON{Key: e.Key.Key, Kind: e.Key.Kind.String(), Count: e.Count, Error: e.Err})
 	}
 	return out
 }

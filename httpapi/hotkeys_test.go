@@ -61,3 +61,23 @@ func TestHotPanelOnThePage(t *testing.T) {
 		t.Fatalf("the CSP does not allow both scripts: %s", csp)
 	}
 }
+
+// A lock and a semaphore of one name are two resources (v2): two rows,
+// each with its kind and its own count.
+func TestHotKeysPerKind(t *testing.T) {
+	ts := observed(t, Config{})
+	a := ts.newSession()
+	for range 2 {
+		ts.release(a, "x", ts.lock(a, "x", 0).Token)
+	}
+	for range 3 {
+		g := ts.call(a, "/v1/semaphores/x", map[string]int64{"acquire_timeout_s": 0, "limit": 3})
+		r := ts.send(req{method: "POST", path: "/v1/semaphores/x/release", body: map[string]string{"token": g.Token}, session: a})
+		expect(t, "semaphore release", r, 204, "")
+	}
+	hr := ts.hotKeys("")
+	want := []hotKeyJSON{{Key: "x", Kind: "semaphore", Count: 3}, {Key: "x", Kind: "lock", Count: 2}}
+	if len(hr.ByGrants) != 2 || hr.ByGrants[0] != want[0] || hr.ByGrants[1] != want[1] {
+		t.Fatalf("by grants: %+v, want %+v", hr.ByGrants, want)
+	}
+}

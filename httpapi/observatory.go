@@ -351,7 +351,7 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 		who += ": " + reason
 	}
 	c.Req.Key, c.Req.Value = []byte(key), []byte(who)
-	res, ok := a.adminCall(r, &c)
+	res, ok := a.oneShotCall(r, &c)
 	if !ok {
 		return // the caller went away; the release goes on
 	}
@@ -364,12 +364,12 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, forceReleaseReply{Key: key, Released: res.Int})
 }
 
-// adminCall runs an operator's command in an engine session of its own,
-// the same on a single node (answered at once) and on a cluster member
+// oneShotCall runs one command in an engine session of its own (an
+// operator's force release, a POST of a signal), the same on a single node (answered at once) and on a cluster member
 // (answered when the log applies it, to this endpoint; a follower's
 // not_leader at once). ok is false if the HTTP client went away first.
-func (a *API) adminCall(r *http.Request, c *engine.Command) (res engine.Result, ok bool) {
-	e := adminEndpoint{newReplies()}
+func (a *API) oneShotCall(r *http.Request, c *engine.Command) (res engine.Result, ok bool) {
+	e := oneShotEndpoint{newReplies()}
 	c.Session = a.hub.OpenEndpoint(e)
 	defer a.hub.CloseEndpoint(c.Session)
 	e.replies.expect()
@@ -382,10 +382,10 @@ func (a *API) adminCall(r *http.Request, c *engine.Command) (res engine.Result, 
 	return res, end == answered
 }
 
-// adminEndpoint is the endpoint of an admin call: its answer.
-type adminEndpoint struct{ replies *replies }
+// oneShotEndpoint is the endpoint of a oneShotCall: its answer.
+type oneShotEndpoint struct{ replies *replies }
 
-func (e adminEndpoint) Post(r engine.Result) { e.replies.post(r) }
+func (e oneShotEndpoint) Post(r engine.Result) { e.replies.post(r) }
 
 // adminAuthorized checks the admin token of an admin call: 503
 // admin_disabled without one configured, 401 (after the bearer token's

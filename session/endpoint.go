@@ -85,11 +85,17 @@ func (h *Hub) endpoint(id engine.SessionID) Endpoint {
 // endpoint's Post; answers owed come in the order of the calls. A cancel's
 // answer is ok with Int 1 if it withdrew a request (whose answer is then
 // never owed), Int 0 if none waited (its answer is on its way, or came).
+// A signal's answer is KindInt with the receivers its pushes reached, as
+// a session's "ok <n>" counts them, now or when it is owed (Deliver).
 func (h *Hub) Call(c *engine.Command) (r engine.Result, done bool) {
 	c.At = h.clock.Now()
 	fx := effectsPool.Get().(*engine.Effects)
-	r, _, done = h.app.apply(c, fx)
+	var receivers int
+	r, receivers, done = h.app.apply(c, fx)
 	h.putEffects(fx)
+	if done && r.Kind == engine.KindReceivers {
+		r.Kind, r.Int = engine.KindInt, int64(receivers)
+	}
 	return r, done
 }
 

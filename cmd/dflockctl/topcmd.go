@@ -36,9 +36,11 @@ HTTP API (--http-port); hot keys need its --observatory-events.`
 // topRows bounds each list of a snapshot.
 const topRows = 10
 
-// topKey is one hot key of /v1/hotkeys.
+// topKey is one hot key of /v1/hotkeys, named with its kind (a lock and
+// a semaphore of one name are two rows).
 type topKey struct {
 	Key   string `json:"key"`
+	Kind  string `json:"kind"`
 	Count uint64 `json:"count"`
 	Error uint64 `json:"error"`
 }
@@ -312,13 +314,13 @@ func (s *topSnapshot) render(w, h int, now time.Time) []string {
 		lines = append(lines, "")
 	}
 	// Hot keys side by side when there is room, else one under the other.
-	left := []string{fmt.Sprintf("%-28s %10s", "MOST GRANTED", "GRANTS")}
+	left := []string{fmt.Sprintf("%-18s %-9s %10s", "MOST GRANTED", "KIND", "GRANTS")}
 	for _, k := range s.Hot.ByGrants {
-		left = append(left, fmt.Sprintf("%-28s %10s", clip(k.Key, 28), bound(strconv.FormatUint(k.Count, 10), k.Error)))
+		left = append(left, fmt.Sprintf("%-18s %-9s %10s", clip(k.Key, 18), k.Kind, bound(strconv.FormatUint(k.Count, 10), k.Error)))
 	}
-	right := []string{fmt.Sprintf("%-28s %12s", "MOST WAITED FOR", "TOTAL WAIT")}
+	right := []string{fmt.Sprintf("%-18s %-9s %12s", "MOST WAITED FOR", "KIND", "TOTAL WAIT")}
 	for _, k := range s.Hot.ByWait {
-		right = append(right, fmt.Sprintf("%-28s %12s", clip(k.Key, 28), bound(fmtMs(int64(k.Count)), k.Error)))
+		right = append(right, fmt.Sprintf("%-18s %-9s %12s", clip(k.Key, 18), k.Kind, bound(fmtMs(int64(k.Count)), k.Error)))
 	}
 	if !s.Events {
 		left = append(left, "(hot keys need the server's --observatory-events)")

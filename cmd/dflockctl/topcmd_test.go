@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,14 +115,14 @@ func TestTopSnapshot(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil {
 		t.Fatalf("top --json: %v\n%s", err, r.stdout)
 	}
-	if !snap.Events || snap.Held != 1 || snap.Waiting != 1 || len(snap.Hot.ByGrants) == 0 || snap.Hot.ByGrants[0].Key != "hot/one" ||
+	if !snap.Events || snap.Held != 1 || snap.Waiting != 1 || len(snap.Hot.ByGrants) == 0 || snap.Hot.ByGrants[0].Key != "hot/one" || snap.Hot.ByGrants[0].Kind != "lock" ||
 		len(snap.LongestWaits) != 1 || snap.LongestWaits[0].Key != "hot/one" || !strings.Contains(snap.LongestWaits[0].Client, "http") {
 		t.Fatalf("top --json: %+v", snap)
 	}
 	r = run(t, nil, "top", at)
 	expectCode(t, r, exitOK, "top off a terminal")
 	if !strings.Contains(r.stdout, "1 keys held, 1 waiting, 0 deadlocks") || !strings.Contains(r.stdout, "LONGEST WAITS") ||
-		!strings.Contains(r.stdout, "hot/one") {
+		!strings.Contains(r.stdout, "hot/one") || !regexp.MustCompile(`(?m)^hot/one +lock +1\b`).MatchString(r.stdout) {
 		t.Fatalf("top off a terminal:\n%s", r.stdout)
 	}
 	expectCode(t, run(t, nil, "top", at, "--interval", "0"), exitUsage, "top --interval 0")

@@ -36,11 +36,12 @@
   function keyTable(title, rows, fmt, unit) {
     const t = el("table", "hot-table");
     t.append(el("caption", null, title));
-    const head = el("tr", null, el("th", null, "Key"), el("th", "num", unit));
+    // A lock and a semaphore of one name are two rows: the kind tells them apart.
+    const head = el("tr", null, el("th", null, "Key"), el("th", null, "Kind"), el("th", "num", unit));
     t.append(el("thead", null, head));
     const tb = el("tbody");
-    if (!rows.length) tb.append(el("tr", null, el("td", "muted", "none yet"), el("td")));
-    for (const r of rows) tb.append(el("tr", null, el("td", "key-text", r.key), el("td", "num", bounded(r.count, r.error, fmt))));
+    if (!rows.length) tb.append(el("tr", null, el("td", "muted", "none yet"), el("td"), el("td")));
+    for (const r of rows) tb.append(el("tr", null, el("td", "key-text", r.key), el("td", "kind", r.kind), el("td", "num", bounded(r.count, r.error, fmt))));
     t.append(tb);
     return t;
   }

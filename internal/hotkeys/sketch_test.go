@@ -3,12 +3,13 @@ package hotkeys
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
 // checkBounds holds the sketch to Space-Saving's guarantees against the
 // exact weights of the stream it saw.
-func checkBounds(t *testing.T, s *Sketch, exact map[string]uint64, total uint64) {
+func checkBounds(t *testing.T, s *Sketch[string], exact map[string]uint64, total uint64) {
 	t.Helper()
 	if s.Total() != total {
 		t.Fatalf("total %d, want %d", s.Total(), total)
@@ -16,7 +17,7 @@ func checkBounds(t *testing.T, s *Sketch, exact map[string]uint64, total uint64)
 	if s.Len() > s.Capacity() {
 		t.Fatalf("%d keys counted, capacity %d", s.Len(), s.Capacity())
 	}
-	counted := map[string]Entry{}
+	counted := map[string]Entry[string]{}
 	var sum uint64
 	for _, e := range s.Top(s.Capacity(), nil) {
 		if _, dup := counted[e.Key]; dup {
@@ -58,7 +59,7 @@ func TestSketchAgainstExactModel(t *testing.T) {
 			for seed := range uint64(5) {
 				r := rand.New(rand.NewPCG(seed, 7))
 				z := rand.NewZipf(r, 1.3, 1, uint64(c.keys-1))
-				s := New(c.k)
+				s := New(c.k, strings.Compare)
 				exact := map[string]uint64{}
 				var total uint64
 				for i := range 20000 {
@@ -100,18 +101,18 @@ func TestSketchAgainstExactModel(t *testing.T) {
 	}
 }
 
-func findEntry(s *Sketch, key string) Entry {
+func findEntry(s *Sketch[string], key string) Entry[string] {
 	for _, e := range s.Top(s.Capacity(), nil) {
 		if e.Key == key {
 			return e
 		}
 	}
-	return Entry{}
+	return Entry[string]{}
 }
 
 // Top returns at most n, highest first.
 func TestSketchTopOrder(t *testing.T) {
-	s := New(8)
+	s := New(8, strings.Compare)
 	for i, k := range []string{"a", "b", "b", "c", "c", "c"} {
 		_ = i
 		s.Add(k, 1)
@@ -125,7 +126,7 @@ func TestSketchTopOrder(t *testing.T) {
 // Counting a key already counted, and replacing the smallest counter of a
 // full sketch, allocate nothing.
 func TestSketchAddDoesNotAllocate(t *testing.T) {
-	s := New(4)
+	s := New(4, strings.Compare)
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	for _, k := range keys {
 		s.Add(k, 1)
