@@ -63,6 +63,11 @@ type Config struct {
 	Observer Observer
 }
 
+// logCacheSize is how many of the last log entries a node keeps in memory
+// (raft.LogCache). An entry is one batch: at most BatchMax ops, some
+// kilobytes under load, a few bytes when idle.
+const logCacheSize = 256
+
 // DefaultRaft is the raft configuration of a dflockd-ng node: heartbeat
 // and election timeouts of 1 s (a follower that sees its leader's process
 // gone shortens them: quickfailover.go; else a failover takes 1–3 s), a
@@ -157,7 +162,15 @@ func New(cfg Config) (*Node, error) {
 		timed = &timedFSM{FSM: n.fsm, commit: cfg.Observer.Commit}
 		fsm = timed
 	}
-	r, err := raft.NewRaft(rc, fsm, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
+	// raft reads every entry back from its log store twice: the leader
+	// to send it to each follower, a follower to apply it. With the WAL
+	// that is a read and a decode per entry and member; the last entries
+	// in memory spare them (write-through: what is stored is unchanged).
+	logs, err := raft.NewLogCache(logCacheSize, cfg.Logs)
+	if err != nil {
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, fsm, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		return nil, err
 	}
