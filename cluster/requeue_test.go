@@ -106,3 +106,75 @@ func TestRestoreV3ParkedIntoEngineQueues(t *testing.T) {
 		t.Fatalf("%d orphans after b's close; want 1: its queued stable-ref was not kept", g.Orphans())
 	}
 }
+
+// v3OrphanLog is the log of testdata/snapshot-v3-orphan.bin: b's lock
+// waits for a's, b sends an incr behind it and closes with a ref, which
+// leaves an orphan whose wait stays. The snapshot was written by the FSM
+// of format V3 after that entry.
+func v3OrphanLog(t *testing.T) (promote, first []byte) {
+	const a, b = 1<<32 | 1, 1<<32 | 2
+	return promotion(), AppendBatch(nil, &Batch{Stamp: timerwheel.Instant(time.Second), Ops: []Op{
+		{Kind: OpOrphanTTL, TTL: time.Minute},
+		reqOp(t, a, "l", "k", "0 30"),
+		reqOp(t, b, "stable-ref", "rb", "_"),
+		reqOp(t, b, "l", "k", "50 30"), // waits for a
+		reqOp(t, b, "incr", "n", "5"),  // behind it: goes with b
+		{Kind: OpClose, Conn: b},
+	}})
+}
+
+// TestRestoreV3OrphanHoldsNothingBack: an orphan restored from a V3
+// snapshot (whose engine format does not say that its wait belongs to no
+// connection) holds back nothing of the connection that takes it over:
+// that connection's incr answers at once, and its acquire takes the
+// orphan's place in the queue, granted when the holder releases; as on a
+// replica that ran the log.
+func TestRestoreV3OrphanHoldsNothingBack(t *testing.T) {
+	const a, d = 1<<32 | 1, 1<<32 | 4
+	old, err := os.ReadFile("testdata/snapshot-v3-orphan.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(old, []byte(snapMagicV3)) {
+		t.Fatalf("testdata is not a V3 snapshot: %q", old[:8])
+	}
+	promote, first := v3OrphanLog(t)
+	liveOut := &textOutput{}
+	live := NewFSM(engine.Config{Shards: 4}, liveOut)
+	replay(live, [][]byte{promote, first}, 1)
+	grantA := strings.Fields(liveOut.lines[0])
+	if grantA[0] != "1" || len(grantA[3]) != 32 {
+		t.Fatalf("first entry delivered %q", liveOut.lines)
+	}
+	gOut := &textOutput{}
+	g := NewFSM(engine.Config{Shards: 2}, gOut)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(old))); err != nil {
+		t.Fatal(err)
+	}
+	if g.Orphans() != 1 || g.Digest() != live.Digest() {
+		t.Fatalf("restored replica: %d orphans, or its digest differs", g.Orphans())
+	}
+	g.deliverEpoch.Store(live.deliverEpoch.Load())
+	rest := [][]byte{
+		AppendBatch(nil, &Batch{Stamp: timerwheel.Instant(2 * time.Second), Ops: []Op{
+			reqOp(t, d, "stable-ref", "rb", "_"),
+			reqOp(t, d, "incr", "n", "1"),
+			reqOp(t, d, "l", "k", "50 30"),
+		}}),
+		AppendBatch(nil, &Batch{Stamp: timerwheel.Instant(3 * time.Second), Ops: []Op{reqOp(t, a, "r", "k", grantA[3])}}),
+	}
+	before := len(liveOut.lines)
+	replay(live, rest, 3)
+	replay(g, rest, 3)
+	compare(t, "restored from V3", liveOut.lines[before:], gOut.lines)
+	got := gOut.lines
+	// d's stable-ref, its incr (1: b's never ran), a's release, d's grant.
+	if len(got) != 4 || !strings.HasPrefix(got[0], "4 ok") || !strings.HasPrefix(got[1], "4 ok") ||
+		strings.Fields(got[1])[5] != "1" || !strings.HasPrefix(got[2], "1 ok") ||
+		!strings.HasPrefix(got[3], "4 ok") || len(strings.Fields(got[3])[3]) != 32 {
+		t.Fatalf("after the take-over: %q", got)
+	}
+	if g.Digest() != live.Digest() {
+		t.Fatal("replicas differ at the end")
+	}
+}
