@@ -9,8 +9,9 @@ import (
 // foreign applies a foreign protocol's lock command (OpForeign) of a
 // connection. Such a connection (godistlock) answers by nonce and lets
 // its acquires wait side by side, so unlike a dflockd request a tagged
-// acquire that waits parks nothing behind it (run parks only
-// KindRequest): what the connection sends next applies at once. Its
+// acquire that waits holds nothing back (the engine queues requests only
+// behind a KindRequest's wait, engine/queue.go): what the connection
+// sends next applies at once. Its
 // answer is delivered even when it waits (Blocked), and the grant later
 // carries its Tag (session/godistlock.go matches both).
 func (f *FSM) foreign(op *Op, now timerwheel.Instant) {

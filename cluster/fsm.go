@@ -66,15 +66,12 @@ type FSM struct {
 	inited bool
 	now    timerwheel.Instant // the cluster clock: the latest stamp applied
 	epoch  uint64             // epochs promoted so far
-	conns  map[uint64]engine.SessionID
-	ids    map[engine.SessionID]uint64
-	// parked holds the connections whose request waits in the engine
-	// (a lock wait, a blocking pop, …), each with the encoded requests
-	// it sent behind that one. A session pipelines requests into the
-	// log, but a dflockd connection runs its requests one after the
-	// other: one that waits holds back the rest, which run, in order,
-	// when its late reply comes, in the same apply on every replica.
-	parked map[uint64][]byte
+	// A session pipelines requests into the log, but a dflockd
+	// connection runs its requests one after the other: one that waits
+	// holds back the rest. The engine keeps those in its session's
+	// queue and runs them when the wait ends (engine/queue.go).
+	conns map[uint64]engine.SessionID
+	ids   map[engine.SessionID]uint64
 	// index is that of the last entry applied.
 	index uint64
 	// The stable-ref state (orphans.go), read and written on the apply
@@ -100,7 +97,7 @@ type FSM struct {
 func NewFSM(local engine.Config, out Output) *FSM {
 	return &FSM{local: local, out: out,
 		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64),
-		parked: make(map[uint64][]byte), refs: make(map[uint64]string), orphans: make(map[string]orphan),
+		refs: make(map[uint64]string), orphans: make(map[string]orphan),
 		readopt: make(map[uint64]bool)}
 }
 
@@ -201,12 +198,6 @@ func (f *FSM) applyBatch(b *Batch) any {
 			if f.eng == nil || op.Conn>>32 != f.epoch {
 				continue // from an epoch already closed
 			}
-			if q, ok := f.parked[op.Conn]; ok {
-				f.mu.Lock()
-				f.parked[op.Conn] = appendOp(q, op) // after the one that waits
-				f.mu.Unlock()
-				continue
-			}
 			f.request(op, now)
 		case OpClose:
 			f.closeConn(op.Conn, false, now)
@@ -214,9 +205,8 @@ func (f *FSM) applyBatch(b *Batch) any {
 			f.orphanTTL = op.TTL
 		case OpCancel:
 			if sid, ok := f.conns[op.Conn]; ok {
-				if f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now}).Int == 1 {
-					f.unpark(op.Conn, now) // withdrawn: what it held back runs now
-				}
+				// Withdrawn, what it held back runs now (the engine's).
+				f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now})
 			}
 		case OpMember:
 			f.applyMember(&op.Member)
@@ -260,7 +250,6 @@ func (f *FSM) forget(conn uint64, sid engine.SessionID) {
 	f.mu.Lock()
 	delete(f.conns, conn)
 	delete(f.ids, sid)
-	delete(f.parked, conn)
 	f.mu.Unlock()
 }
 
@@ -287,60 +276,22 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 
 // run applies one command and hands its outcome to the output: the reply
 // when conn (the command's connection, 0 for none) is this node's, and
-// the effects addressed to this node's connections.
+// the effects addressed to this node's connections (late replies, those
+// of requests that ran from a session's queue among them). The refs that
+// stable-refs handed back are kept first, on every replica.
 func (f *FSM) run(conn uint64, c *engine.Command) engine.Result {
 	f.fx.Reset()
 	r := f.eng.Apply(c, &f.fx)
-	if r.Blocked && c.Kind == engine.KindRequest {
-		f.mu.Lock()
-		f.parked[conn] = nil // what it sends next waits for its reply
-		f.mu.Unlock()
+	if r.Kind == engine.KindStableRef {
+		f.keepRef(conn, &r)
 	}
-	// Late replies end waits: the requests parked behind them run next,
-	// after this command's outcome is delivered.
-	var resume []uint64
 	for i := range f.fx.List {
-		e := &f.fx.List[i]
-		if e.Group != nil || e.Result.Kind == engine.KindPush {
-			continue
-		}
-		if pc, ok := f.ids[e.To]; ok {
-			if _, ok := f.parked[pc]; ok {
-				resume = append(resume, pc)
-			}
+		if e := &f.fx.List[i]; e.Result.Kind == engine.KindStableRef {
+			f.keepRef(f.ids[e.To], &e.Result)
 		}
 	}
 	f.deliverAnswer(conn, &r, foreignKind(c.Kind))
-	for _, pc := range resume {
-		f.unpark(pc, c.At)
-	}
 	return r
-}
-
-// unpark runs what connection conn sent behind its request that waited,
-// until one of them waits in turn (the rest stay parked behind it).
-func (f *FSM) unpark(conn uint64, now timerwheel.Instant) {
-	q, ok := f.parked[conn]
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	delete(f.parked, conn)
-	f.mu.Unlock()
-	d := decoder{b: q}
-	for len(d.b) > 0 {
-		op := d.op()
-		if d.err != nil {
-			panic(fmt.Sprintf("cluster: parked requests of connection %#x: %v", conn, d.err))
-		}
-		f.request(&op, now)
-		if _, again := f.parked[conn]; again {
-			f.mu.Lock()
-			f.parked[conn] = append(f.parked[conn], d.b...)
-			f.mu.Unlock()
-			return
-		}
-	}
 }
 
 // deliver hands a command's reply (for connection conn) and its effects
@@ -368,12 +319,28 @@ func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, foreign bool) {
 	}
 	hasReply := local != 0 && (!r.Blocked || foreign)
 	f.tfx.Reset()
+	// ans is the translated late reply of a request run from its
+	// session's queue, left how many effects after it that request
+	// caused: its Caused counts those this node delivers.
+	ans, left := -1, 0
 	for _, e := range f.fx.List {
+		caused := e.Caused
+		counted := left > 0 && ans >= 0
+		left = max(left-1, 0)
 		to, ok := f.localID(e.To, mine)
+		if caused > 0 {
+			ans, left = -1, caused
+			if ok {
+				ans = len(f.tfx.List)
+			}
+		}
 		if !ok {
 			continue
 		}
-		e.To = to
+		if counted {
+			f.tfx.List[ans].Caused++
+		}
+		e.To, e.Caused = to, 0
 		if e.Group != nil {
 			g := make([]engine.SessionID, 0, len(e.Group))
 			for i := range e.Group {
@@ -419,7 +386,6 @@ func (f *FSM) Applied() (uint64, [sha256.Size]byte) {
 	buf = binary.AppendVarint(buf, int64(f.now))
 	buf = binary.AppendUvarint(buf, f.epoch)
 	buf = appendConns(buf, f.conns)
-	buf = appendParked(buf, f.parked)
 	buf = f.appendOrphans(buf)
 	if len(f.members) > 0 {
 		buf = appendMembers(buf, f.members)
@@ -446,33 +412,20 @@ func appendConns(buf []byte, conns map[uint64]engine.SessionID) []byte {
 	return buf
 }
 
-// appendParked appends the parked connections, in connection order, each
-// with the requests held behind its wait.
-func appendParked(buf []byte, parked map[uint64][]byte) []byte {
-	keys := make([]uint64, 0, len(parked))
-	for c := range parked {
-		keys = append(keys, c)
-	}
-	slices.Sort(keys)
-	buf = binary.AppendUvarint(buf, uint64(len(keys)))
-	for _, c := range keys {
-		buf = binary.AppendUvarint(buf, c)
-		buf = binary.AppendUvarint(buf, uint64(len(parked[c])))
-		buf = append(buf, parked[c]...)
-	}
-	return buf
-}
-
 // snapMagic starts an FSM snapshot: then the cluster clock, the epoch,
 // the index of the last entry applied, the Init (as an op), the
-// connection map, the parked connections, the stable-ref state, the
-// members' client addresses (members.go) and the engine's snapshot.
-// Earlier formats are read too: snapMagicV1 has neither the index nor
-// parked connections (its sessions had one request in the log at a
-// time), and neither it nor snapMagicV2 the stable-ref state or the
-// members.
+// connection map, the stable-ref state, the members' client addresses
+// (members.go) and the engine's snapshot, whose sessions carry what
+// their connections sent behind a wait (engine/queue.go). Earlier
+// formats are read too: snapMagicV3 and snapMagicV2 have a section of
+// parked connections after the connection map, each with the requests
+// it sent behind its wait (the FSM kept them then), which Restore hands
+// to the engine's queues; snapMagicV1 has neither the index nor parked
+// connections (its sessions had one request in the log at a time), and
+// neither it nor snapMagicV2 the stable-ref state or the members.
 const (
-	snapMagic   = "DFLKCLU\x03"
+	snapMagic   = "DFLKCLU\x04"
+	snapMagicV3 = "DFLKCLU\x03"
 	snapMagicV2 = "DFLKCLU\x02"
 	snapMagicV1 = "DFLKCLU\x01"
 )
@@ -492,7 +445,6 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	buf = append(buf, 1)
 	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
 	buf = appendConns(buf, f.conns)
-	buf = appendParked(buf, f.parked)
 	buf = f.appendOrphans(buf)
 	buf = appendMembers(buf, f.members)
 	var w bytes.Buffer
@@ -532,7 +484,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	v1 := bytes.HasPrefix(data, []byte(snapMagicV1))
 	v2 := bytes.HasPrefix(data, []byte(snapMagicV2))
-	if !v1 && !v2 && !bytes.HasPrefix(data, []byte(snapMagic)) {
+	v3 := bytes.HasPrefix(data, []byte(snapMagicV3))
+	if !v1 && !v2 && !v3 && !bytes.HasPrefix(data, []byte(snapMagic)) {
 		return fmt.Errorf("cluster: not a snapshot of this format")
 	}
 	if !v1 && !v2 {
@@ -554,7 +507,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	var init Init
 	conns := make(map[uint64]engine.SessionID)
 	ids := make(map[engine.SessionID]uint64)
-	parked := make(map[uint64][]byte)
+	var parked []parkedConn // formats V2 and V3
 	var eng *engine.Engine
 	if inited {
 		op := d.op()
@@ -567,17 +520,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			c, sid := d.uvarint(), engine.SessionID(d.uvarint())
 			conns[c], ids[sid] = sid, c
 		}
-		if !v1 {
-			n := d.uvarint()
-			for i := uint64(0); i < n && d.err == nil; i++ {
-				c, n := d.uvarint(), d.uvarint()
-				if n > uint64(len(d.b)) {
-					d.fail("parked requests")
-					break
-				}
-				parked[c] = append([]byte(nil), d.b[:n]...)
-				d.b = d.b[n:]
-			}
+		if v2 || v3 {
+			parked = d.parked()
 		}
 		if !v1 && !v2 {
 			st.readOrphans(&d)
@@ -591,11 +535,16 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		if eng, err = engine.Restore(cfg, bytes.NewReader(d.b)); err != nil {
 			return fmt.Errorf("cluster: snapshot: %w", err)
 		}
+		if v2 || v3 {
+			if err := requeue(eng, parked, conns, st.readopt, st.orphans, now); err != nil {
+				return fmt.Errorf("cluster: snapshot: %w", err)
+			}
+		}
 	} else if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("cluster: snapshot: damaged header")
 	}
 	f.mu.Lock()
-	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids, f.parked = eng, init, inited, now, epoch, conns, ids, parked
+	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids = eng, init, inited, now, epoch, conns, ids
 	f.index = index
 	f.orphanTTL, f.refs, f.orphans, f.readopt = st.orphanTTL, st.refs, st.orphans, st.readopt
 	f.members = st.members

@@ -112,8 +112,8 @@ func TestCancelRunsWhatWaited(t *testing.T) {
 	if len(got) != 2 || strings.Fields(got[0])[5] != "1" || strings.Fields(got[1])[5] != "5" {
 		t.Fatalf("b got %q", got)
 	}
-	if _, parked := f.parked[b]; parked {
-		t.Fatal("b is still parked after its wait was withdrawn")
+	if n := f.eng.Queued(f.conns[b]); n != 0 {
+		t.Fatalf("b has %d requests queued after its wait was withdrawn", n)
 	}
 }
 

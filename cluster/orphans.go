@@ -28,22 +28,37 @@ type orphan struct {
 	until timerwheel.Instant // reaped at the first batch stamped at or after
 }
 
-// request applies a connection's request: stable-ref and barrier are the
-// replicated state's own, everything else the engine's.
+// request applies a connection's request. stable-ref and barrier are the
+// replicated state's own where the connection has no session yet (so
+// nothing of it waits): a first stable-ref may take an orphan over.
+// Otherwise the engine runs them, in their turn behind a wait
+// (engine/queue.go): barrier answers ok, stable-ref hands its ref back
+// for run to keep.
 func (f *FSM) request(op *Op, now timerwheel.Instant) {
-	switch op.Req.Op {
-	case vocab.OpStableRef:
-		f.stableRef(op.Conn, string(op.Req.Token))
-		return
-	case vocab.OpBarrier:
-		// Applied: everything before it in the log is.
-		f.fx.Reset()
-		f.deliver(op.Conn, &engine.Result{Status: vocab.StatusOK})
-		return
+	sid, ok := f.conns[op.Conn]
+	if !ok {
+		switch op.Req.Op {
+		case vocab.OpStableRef:
+			f.stableRef(op.Conn, string(op.Req.Token))
+			return
+		case vocab.OpBarrier:
+			// Applied: everything before it in the log is.
+			f.fx.Reset()
+			f.deliver(op.Conn, &engine.Result{Status: vocab.StatusOK})
+			return
+		}
+		sid = f.session(op.Conn, now)
 	}
-	sid := f.session(op.Conn, now)
 	f.run(op.Conn, &engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req,
 		Readopt: f.readopt[op.Conn]})
+}
+
+// keepRef records the ref a stable-ref of conn handed back through the
+// engine (engine.KindStableRef) and makes r its plain ok. conn has a
+// session, so it takes no orphan over.
+func (f *FSM) keepRef(conn uint64, r *engine.Result) {
+	f.refs[conn] = r.Value
+	r.Kind, r.Value = engine.KindStatus, ""
 }
 
 // stableRef records conn's ref and, if conn has no session yet and an
@@ -78,13 +93,16 @@ func (f *FSM) closeConn(conn uint64, keep bool, now timerwheel.Instant) {
 	if !ok {
 		return
 	}
-	f.forget(conn, sid) // and what it had parked
+	f.forget(conn, sid) // the engine's close drops what it queued
 	if ref != "" && f.orphanTTL > 0 {
 		if old, ok := f.orphans[ref]; ok {
 			// Two connections presented the ref: the older orphan goes.
 			f.run(0, &engine.Command{Kind: engine.KindClose, Session: old.sid, At: now})
 		}
 		f.orphans[ref] = orphan{sid: sid, until: now + timerwheel.Instant(f.orphanTTL)}
+		// What it sent behind a wait goes with it; the wait stays for
+		// whoever takes the session over.
+		f.run(0, &engine.Command{Kind: engine.KindDetach, Session: sid, At: now})
 		return
 	}
 	f.run(0, &engine.Command{Kind: engine.KindClose, Session: sid, Keep: keep, At: now})

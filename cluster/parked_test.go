@@ -89,8 +89,8 @@ func TestParkedRequestsWaitTheirTurn(t *testing.T) {
 		!strings.HasPrefix(got[3], "2 ok") || len(strings.Fields(got[3])[3]) != 32 {
 		t.Fatalf("after the release: %q", got)
 	}
-	if len(f.parked) != 0 {
-		t.Fatalf("still parked: %v", f.parked)
+	if n := f.eng.Queued(f.conns[b]); n != 0 {
+		t.Fatalf("b has %d requests still queued", n)
 	}
 }
 
@@ -111,7 +111,48 @@ func TestParkedRequestsDroppedOnClose(t *testing.T) {
 	if !strings.HasPrefix(last, "1 ok") || strings.Fields(last)[5] != "1" {
 		t.Fatalf("deliveries %q: b's parked incr ran", out.lines)
 	}
-	if len(f.parked) != 0 {
-		t.Fatalf("still parked: %v", f.parked)
+	if _, ok := f.conns[b]; ok || f.eng.Sessions() != 1 {
+		t.Fatalf("b's session outlived its close (%d sessions)", f.eng.Sessions())
+	}
+}
+
+// TestOrphanDropsWhatWaitedBehind: a connection with a ref that closes
+// while its lock waits leaves an orphan whose wait stays, but what it
+// sent behind that wait never runs, and the connection that takes the
+// orphan over is not held back by it: its incr runs at once, and its
+// acquire of the key takes the orphan's place in the queue back, granted
+// to it (once) when the holder releases.
+func TestOrphanDropsWhatWaitedBehind(t *testing.T) {
+	const a, b, d = 1<<32 | 1, 1<<32 | 2, 1<<32 | 4
+	out := &textOutput{}
+	f := NewFSM(engine.Config{Shards: 2}, out)
+	replay(f, [][]byte{promotion(), AppendBatch(nil, &Batch{Stamp: timerwheel.Instant(time.Second), Ops: []Op{
+		{Kind: OpOrphanTTL, TTL: time.Minute},
+		reqOp(t, a, "l", "k", "0 30"),
+		reqOp(t, b, "stable-ref", "rb", "_"),
+		reqOp(t, b, "l", "k", "50 30"), // waits for a
+		reqOp(t, b, "incr", "n", "5"),  // behind it: dropped with b
+		{Kind: OpClose, Conn: b},
+		reqOp(t, d, "stable-ref", "rb", "_"), // takes b's session over
+		reqOp(t, d, "incr", "n", "1"),        // not behind b's wait: now
+		reqOp(t, d, "l", "k", "50 30"),       // b's place in the queue
+	}})}, 1)
+	var mine []string
+	for _, l := range out.lines {
+		if strings.HasPrefix(l, "4 ") {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) != 2 || strings.Fields(mine[1])[5] != "1" {
+		t.Fatalf("d got %q; want its stable-ref's ok and its incr's (1, b's incr never ran)", mine)
+	}
+	grantA := strings.Fields(out.lines[0])
+	before := len(out.lines)
+	replay(f, [][]byte{AppendBatch(nil, &Batch{Stamp: timerwheel.Instant(2 * time.Second), Ops: []Op{
+		reqOp(t, a, "r", "k", grantA[3]),
+	}})}, 3)
+	got := out.lines[before:]
+	if len(got) != 2 || !strings.HasPrefix(got[1], "4 ok") || len(strings.Fields(got[1])[3]) != 32 {
+		t.Fatalf("after a's release: %q; want a's ok and d's grant", got)
 	}
 }

@@ -119,3 +119,39 @@ func testClusterPipelining(t *testing.T, tr transport) {
 		t.Fatalf("half-closed client got %q, want %q", got, want)
 	}
 }
+
+// TestClusterQueuedSignalCountsReceivers: a signal a connection sent
+// behind its lock that waits runs from the engine's queue when the lock
+// is granted; its reply still counts the receivers its pushes reached
+// (ok 1, the listener's), and comes after the grant and before the
+// request sent after it.
+func TestClusterQueuedSignalCountsReceivers(t *testing.T) {
+	ss := startServers(t, 3)
+	l := leaderOf(t, ss, nil)
+	a, b, c := dial(t, l), dial(t, l), dial(t, l)
+	if got := c.do("listen", "ch", ""); got != "ok" {
+		t.Fatalf("listen: %q", got)
+	}
+	tokA := strings.Fields(a.do("l", "k", "0 30"))
+	if len(tokA) != 3 || tokA[0] != "ok" {
+		t.Fatalf("a's lock: %q", tokA)
+	}
+	if _, err := b.c.Write([]byte("l\nk\n10 30\nsignal\nch\nhello\nincr\ns\n1\n")); err != nil {
+		t.Fatal(err)
+	}
+	awaitWaiters(t, l, 1)
+	if got := a.do("r", "k", tokA[1]); got != "ok" {
+		t.Fatalf("release: %q", got)
+	}
+	if got := strings.Fields(b.reply(awaitFor)); len(got) != 3 || got[0] != "ok" {
+		t.Fatalf("b's lock: %q", got)
+	}
+	for _, w := range []string{"ok 1", "ok 1"} {
+		if got := b.reply(awaitFor); got != w {
+			t.Fatalf("b after its grant: %q, want %q (signal's receivers, then incr)", got, w)
+		}
+	}
+	if got := c.reply(awaitFor); !strings.Contains(got, "hello") {
+		t.Fatalf("the listener got %q", got)
+	}
+}

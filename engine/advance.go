@@ -41,8 +41,15 @@ type advancer struct {
 	cur *shard
 }
 
-// Advance fires every timer of every shard due at at.
+// Advance fires every timer of every shard due at at; the queues of the
+// sessions whose waits that ends run then (queue.go).
 func (e *Engine) Advance(at timerwheel.Instant, fx *Effects) {
+	start := len(fx.List)
+	e.advance(at, fx)
+	e.resumeQueues(at, fx, start)
+}
+
+func (e *Engine) advance(at timerwheel.Instant, fx *Effects) {
 	e.adv.mu.Lock()
 	defer e.adv.mu.Unlock()
 	for i := range e.shards {
@@ -58,6 +65,13 @@ func (e *Engine) Advance(at timerwheel.Instant, fx *Effects) {
 // tracks each shard's deadline (Config.OnDeadline); it returns the shard's
 // next deadline.
 func (e *Engine) AdvanceShard(i int, at timerwheel.Instant, fx *Effects) (next timerwheel.Tick, ok bool) {
+	start := len(fx.List)
+	next, ok = e.advanceShard(i, at, fx)
+	e.resumeQueues(at, fx, start)
+	return next, ok
+}
+
+func (e *Engine) advanceShard(i int, at timerwheel.Instant, fx *Effects) (next timerwheel.Tick, ok bool) {
 	e.adv.mu.Lock()
 	defer e.adv.mu.Unlock()
 	sh := &e.shards[i]

@@ -54,6 +54,13 @@ const (
 	// Req.Value says who asked, for the event ring. Result.Int is how
 	// many holders were released (forcerelease.go).
 	KindForceRelease
+	// KindDetach parts a session from its connection, which went away,
+	// while the session stays (a cluster's orphan, spec §G: its holds and
+	// waits stay for a connection that takes it over): the requests the
+	// connection sent behind its wait are dropped, as a close drops
+	// them, and that wait holds back nothing the next connection sends
+	// (queue.go).
+	KindDetach
 )
 
 // Command is one input to the engine: everything Apply needs, so that the
@@ -137,6 +144,12 @@ const (
 	// godistlock codec ignores the kind otherwise). The engine never
 	// makes one.
 	KindAnswer
+	// KindStableRef answers a stable-ref request (ok) that reached the
+	// engine: Value is the ref, which the caller records for the
+	// session before passing the answer on as a bare status (a cluster
+	// keeps it for its orphans, spec §G). Given in the request's turn,
+	// so after what the session sent before it.
+	KindStableRef
 )
 
 // Push is the content of an asynchronous line; parse.AppendPush encodes it.

@@ -12,7 +12,8 @@ import (
 // every resource with its holders and queue (sessions, fences, deadlines,
 // leases, flags), counters, KV entries with their TTLs, lists with their
 // items and poppers, barriers, leader watchers, subscriptions and watches,
-// two-phase states, the fence counter and the drain flag. It leaves out
+// two-phase states, the requests queued behind waits, the fence counter
+// and the drain flag. It leaves out
 // what only reflects the engine's layout (the shard count, free lists,
 // generation stamps), so engines that applied the same commands digest the
 // same, whatever their shard counts: the check a test (or a cluster's
@@ -44,6 +45,17 @@ func (e *Engine) Digest() [sha256.Size]byte {
 			d.str(p.Pattern)
 			d.str(p.Group)
 			d.u64(uint64(p.Subscribers))
+		}
+	}
+	// The requests queued behind waits (queue.go), by session.
+	t := &e.sessions
+	t.mu.Lock()
+	n := len(t.mu.gens)
+	t.mu.Unlock()
+	for idx := range n {
+		if s := t.chunk(uint32(idx))[idx%chunkSize].Load(); s != nil && len(s.queue) > 0 {
+			d.u64(uint64(s.id))
+			d.bytes(s.queue)
 		}
 	}
 	return sha256.Sum256(d.b)

@@ -32,7 +32,12 @@
 //
 // Concurrency: Apply and Advance are safe for concurrent use, except that
 // the commands of one session must be applied one at a time, in order.
-// See LOCKING.md for the lock order.
+// A request of a session whose request waits queues behind it and runs in
+// the Apply that ends the wait, whichever session's command that is
+// (queue.go): only a caller that applies every command from one goroutine
+// (a replicated log) may send them; a single node's sessions stop reading
+// while a request waits, so theirs never queue. See LOCKING.md for the
+// lock order.
 //
 // The engine knows nothing of transports, gnet or sockets, and nothing of
 // the wire text: parse encodes what it returns.

@@ -19,6 +19,11 @@ type Effect struct {
 	// and must not be modified.
 	Group []SessionID
 	Start int
+	// Caused, on the late reply of a request that ran from its session's
+	// queue (queue.go), is how many of the effects right after it that
+	// request caused: a signal's receivers (KindReceivers) are counted
+	// among them, as for a reply and the pushes of its command.
+	Caused int
 }
 
 // Member returns the i-th member of a group push's round-robin order.

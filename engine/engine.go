@@ -79,7 +79,9 @@ type Config struct {
 // clock and no randomness, and knows nothing of transports.
 //
 // Concurrency: Apply and Advance are safe for concurrent use, except that
-// the commands of one session must be applied one at a time, in order.
+// the commands of one session must be applied one at a time, in order,
+// and that requests queue behind a wait (queue.go) only where every
+// command is applied from one goroutine.
 // Commands on different keys run in parallel (xxhash shards, one mutex
 // each); see LOCKING.md.
 type Engine struct {
@@ -164,11 +166,33 @@ func (e *Engine) leaseMs(seconds int64) int64 {
 func (e *Engine) rf() bool { return e.cfg.Profile == vocab.ProfileRF }
 
 // Apply runs one command and returns its caller's Result. Effects on
-// other sessions (and pushes to the caller) are appended to fx.
+// other sessions (and pushes to the caller) are appended to fx. A request
+// of a session whose request waits queues behind it (Blocked, queue.go);
+// the queues of sessions whose waits this command ends run before Apply
+// returns, their answers appended to fx as late replies.
 func (e *Engine) Apply(c *Command, fx *Effects) Result {
+	start := len(fx.List)
+	r := e.apply(c, fx)
+	e.resumeQueues(c.At, fx, start)
+	return r
+}
+
+func (e *Engine) apply(c *Command, fx *Effects) Result {
 	switch c.Kind {
 	case KindRequest:
-		return e.request(c, fx)
+		s := e.sessions.get(c.Session)
+		if s == nil {
+			return e.request(c, fx) // a session-free request (a test's counter)
+		}
+		if e.queued(s, fx) {
+			s.queue = appendQueued(s.queue, c)
+			return Result{Blocked: true}
+		}
+		r := e.request(c, fx)
+		if r.Blocked {
+			s.waits = true
+		}
+		return r
 	case KindOpen:
 		return Result{Status: vocab.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
 	case KindClose:
@@ -178,7 +202,7 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	case KindDrain:
 		e.drain(c.At, fx)
 	case KindAdvance:
-		e.Advance(c.At, fx)
+		e.advance(c.At, fx)
 	case KindTaggedAcquire:
 		return e.acquireTagged(e.mustSession(c.Session), c, fx)
 	case KindOwnRelease:
@@ -188,9 +212,17 @@ func (e *Engine) Apply(c *Command, fx *Effects) Result {
 	case KindHolder:
 		return e.holderFence(c, fx)
 	case KindCancel:
-		return e.cancel(e.mustSession(c.Session), c.Tag, c.At, fx)
+		s := e.mustSession(c.Session)
+		r := e.cancel(s, c.Tag, c.At, fx)
+		if r.Int == 1 {
+			e.runQueue(s, c.At, fx) // withdrawn: what it held back runs now
+		}
+		return r
 	case KindForceRelease:
 		return e.forceRelease(c, fx)
+	case KindDetach:
+		s := e.mustSession(c.Session)
+		s.queue, s.waits = nil, false
 	default:
 		panic("engine: Apply of an unknown command kind")
 	}
@@ -250,6 +282,13 @@ func (e *Engine) request(c *Command, fx *Effects) Result {
 		return e.unobserve(e.mustSession(c.Session), r.Key, fx)
 	case vocab.OpStats:
 		return Result{Status: vocab.StatusOK, Kind: KindStats}
+	case vocab.OpBarrier:
+		// Reached in its turn: everything before it has applied.
+		return status(vocab.StatusOK)
+	case vocab.OpStableRef:
+		// The ref is the caller's to keep (a cluster's orphans): the
+		// answer hands it back, in the request's turn.
+		return Result{Status: vocab.StatusOK, Kind: KindStableRef, Value: string(r.Token)}
 	}
 	panic("engine: Apply of a request with unsupported op " + r.Op.String())
 }

@@ -42,6 +42,12 @@ type session struct {
 	bar *barrierWaiter
 	// elections: the names this session watches as observer or leader.
 	elections sessionElections
+	// waits: the session's last request waited; stillWaits (queue.go)
+	// finds out whether it still does, and clears it once not.
+	waits bool
+	// queue holds, encoded and in order, the requests the session sent
+	// behind its request that waits (queue.go); empty on a single node.
+	queue []byte
 }
 
 type claim struct {
@@ -277,6 +283,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}
+	s.queue = nil // what it sent behind its wait never runs
 	e.sessions.close(s)
 }
 

@@ -21,7 +21,8 @@ import (
 // decides future results beyond it: the session table (so new sessions
 // get the same ids), each session's claims in the order they were made
 // (a close releases in that order, and fences follow it), two-phase
-// states, parked pops and barrier waits, queue-group turns, armed timers
+// states, parked pops and barrier waits, the requests queued behind a
+// session's wait (queue.go), queue-group turns, armed timers
 // and the deadlines that fired timers keep. It leaves out the shard
 // layout (records go to the shards of the restoring engine's count),
 // free lists, generation stamps and event counts.
@@ -31,7 +32,12 @@ import (
 // Snapshot must not run concurrently with Apply or Advance (a raft FSM
 // snapshots on its apply goroutine).
 
-const snapMagic = "DFLKENG\x01"
+// snapMagicV1 is the format before sessions had queues (queue.go): its
+// sessions have none.
+const (
+	snapMagic   = "DFLKENG\x02"
+	snapMagicV1 = "DFLKENG\x01"
+)
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -75,6 +81,8 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		for ns := range numNamespaces {
 			sw.u(uint64(s.enqSweep[ns]))
 		}
+		sw.s(string(s.queue))
+		sw.bool(s.waits)
 	}
 
 	// Resources and their slots; slots are numbered as they are written.
@@ -276,7 +284,8 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		}
 	}()
 	magic := sr.raw(len(snapMagic))
-	if sr.err == nil && string(magic) != snapMagic {
+	v1 := string(magic) == snapMagicV1
+	if sr.err == nil && string(magic) != snapMagic && !v1 {
 		return nil, fmt.Errorf("%w: bad magic", ErrBadSnapshot)
 	}
 	e = New(cfg)
@@ -302,6 +311,16 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		s := &session{id: SessionID(uint64(gens[idx])<<32 | uint64(idx)), connID: sr.u()}
 		for ns := range numNamespaces {
 			s.enqSweep[ns] = int(sr.u())
+		}
+		if v1 {
+			// Whether its last request still waits is found out when
+			// the next one comes (queue.go): assume it may.
+			s.waits = true
+		} else {
+			if q := sr.raw(sr.count()); len(q) > 0 {
+				s.queue = q
+			}
+			s.waits = sr.bool()
 		}
 		t.chunk(idx)[idx%chunkSize].Store(s)
 		live[i] = s

@@ -480,6 +480,12 @@ func (w *stressWorker) run(end time.Time, settle time.Duration) int {
 		w.drain()
 		busy := false
 		for _, ss := range w.sessions {
+			if ss.parked != nil {
+				// What it sent now would queue behind its wait (queue.go):
+				// every park has a timeout, which ends it.
+				busy = true
+				continue
+			}
 			for len(ss.holds) > 0 {
 				w.release(ss, 0)
 			}
@@ -492,7 +498,7 @@ func (w *stressWorker) run(end time.Time, settle time.Duration) int {
 				w.release(ss, 0)
 			}
 			if ss.parked != nil {
-				busy = true
+				busy = true // a w just parked
 			}
 		}
 		if !busy {

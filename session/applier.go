@@ -64,5 +64,6 @@ type applier interface {
 }
 
 // maxOwed bounds the answers a pipelining session is owed at once (and so
-// what the replicated state may hold parked behind a request that waits).
+// what a replica's engine may hold queued behind a request that waits,
+// engine/queue.go).
 const maxOwed = 128

@@ -31,7 +31,8 @@
 // a session parses ahead of what it is owed (applier.pipelined: a single
 // node stops behind a request that waits, as dflockd's reader does, spec
 // §A.6; a member pipelines, its log keeping each connection's requests in
-// order), and so what input piling up and a peer's half-close mean
+// order and the engine running those that reached it behind a wait after
+// that one ends, engine/queue.go), and so what input piling up and a peer's half-close mean
 // (owed.go). HTTP sessions are Endpoints on the same applier (Hub.Call).
 // A godistlock session hands its lock commands to the same applier; it
 // answers by nonce, not in order, so it keeps its own list of what is

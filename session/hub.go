@@ -211,12 +211,21 @@ func (h *Hub) Route(fx *engine.Effects) (receivers int) {
 				}
 			}
 		default:
+			r := f.Result
+			if r.Kind == engine.KindReceivers {
+				// A signal that ran from its session's queue (a member,
+				// engine/queue.go): its pushes follow, Caused of them.
+				caused := engine.Effects{List: fx.List[i+1 : i+1+min(f.Caused, len(fx.List)-i-1)]}
+				r.Kind, r.Int = engine.KindInt, int64(h.receivers(&caused))
+			}
 			if s = h.lookup(to); s == nil {
 				if e := h.endpoint(to); e != nil {
-					e.Post(f.Result)
+					e.Post(r)
 				}
 				continue
 			}
+			s.t.Post(r)
+			continue
 		}
 		if s == nil {
 			continue
