@@ -57,8 +57,8 @@ type digestRec struct {
 }
 
 func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
-	for ns, m := range s.res {
-		for k, r := range m {
+	for ns := range s.res {
+		for r := range s.res[ns].all {
 			var d digester
 			d.u64(uint64(r.limit))
 			d.bool(r.rw)
@@ -69,7 +69,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 					d.slot(sl)
 				}
 			}
-			recs = append(recs, digestRec{uint8(ns), k, d.b})
+			recs = append(recs, digestRec{uint8(ns), r.key, d.b})
 		}
 	}
 	for k, c := range s.counters {

@@ -61,7 +61,7 @@ type shard struct {
 	mu    sync.Mutex // guards every field below except eng and index
 	eng   *Engine
 	index int
-	res   [numNamespaces]map[string]*resource
+	res   [numNamespaces]resTable // the resources by key (restable.go)
 	// Key spaces of the redis-feats primitives, separate from locks.
 	counters map[string]*counter
 	kv       map[string]*kvEntry
@@ -97,7 +97,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.eng = e
 	s.index = i
 	for n := range s.res {
-		s.res[n] = make(map[string]*resource)
+		s.res[n] = newResTable()
 	}
 	s.counters = make(map[string]*counter)
 	s.kv = make(map[string]*kvEntry)
@@ -127,7 +127,7 @@ func (s *shard) deliverLocked(sess *session, r Result) { s.fx.add(sess.id, r) }
 
 // lookupLocked finds a resource without allocating.
 func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
-	return s.res[ns][string(key)]
+	return s.res[ns].get(key)
 }
 
 // createLocked adds a resource, or returns nil when --max-locks is reached.
@@ -138,7 +138,7 @@ func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		return nil
 	}
 	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now.Tick()}
-	s.res[ns][r.key] = r
+	s.res[ns].put(r)
 	return r
 }
 
@@ -160,13 +160,9 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 		}
 		sl = next
 	}
-	for _, m := range s.res {
-		for k, r := range m {
-			if r.idle() && old(r.lastActive) {
-				delete(m, k)
-				s.eng.keys.Add(-1)
-			}
-		}
+	for i := range s.res {
+		n := s.res[i].sweep(func(r *resource) bool { return r.idle() && old(r.lastActive) })
+		s.eng.keys.Add(-int64(n))
 	}
 	// Zero counters go like idle locks; non-zero ones never expire (§B.5).
 	for k, c := range s.counters {

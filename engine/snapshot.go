@@ -91,8 +91,8 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	var lapsed []*slot
 	for i := range e.shards {
 		sh := &e.shards[i]
-		for ns, m := range sh.res {
-			for _, r := range m {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
 				res = append(res, resRec{namespace(ns), r})
 			}
 		}
@@ -332,7 +332,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		key := sr.s()
 		sh := e.shardFor([]byte(key))
 		r := &resource{key: key, ns: ns, limit: int32(sr.i()), rw: sr.bool(), lastActive: timerwheel.Tick(sr.i())}
-		sh.res[ns][key] = r
+		sh.res[ns].put(r)
 		e.keys.Add(1)
 		for _, l := range []*slotList{&r.holders, &r.queue} {
 			for range sr.count() {
@@ -344,7 +344,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		ns := namespace(sr.u())
 		key := sr.s()
 		sh := e.shardFor([]byte(key))
-		r := sh.res[ns][key]
+		r := sh.res[ns].getString(key)
 		if r == nil {
 			panic("lapsed grant of a key that is not in the snapshot")
 		}
