@@ -203,7 +203,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r.holders.remove(sl)
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
-	sh.wheel.Cancel(&sl.timer)
+	sh.cancelLocked(&sl.timer)
 	sl.state = slotLapsed
 	sh.lapsed.pushBack(sl)
 	sh.watchEventLocked(evRelease, r.key)

@@ -70,7 +70,12 @@ type shard struct {
 	// elections holds the leader watchers (observers and elected holders)
 	// per election name; names without watchers have no entry.
 	elections map[string]*election
-	wheel     *timerwheel.Wheel
+	// wheel is nil until the shard's first timer: a wheel is 3 KB, and
+	// most of the shards of an idle server never arm one (issue #21).
+	// While it is nil, idleNow is the time it would have: that of the
+	// latest Advance, as an empty wheel keeps it.
+	wheel   *timerwheel.Wheel
+	idleNow timerwheel.Tick
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs telling.
 	published timerwheel.Tick
@@ -104,7 +109,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.lists = make(map[string]*list)
 	s.barriers = make(map[string]*barrier)
 	s.elections = make(map[string]*election)
-	s.wheel = timerwheel.New(now)
+	s.idleNow = now
 	s.published = math.MaxInt64
 	if e.cfg.Events > 0 {
 		s.obs = newShardObs(e.cfg.Events, len(e.shards))
@@ -202,7 +207,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	if sl.state == slotLapsed {
 		s.lapsed.remove(sl)
 	}
-	s.wheel.Cancel(&sl.timer)
+	s.cancelLocked(&sl.timer)
 	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
 	sl.state = slotFree
@@ -227,6 +232,9 @@ const maxFreeSlots = 32
 // armLocked (re)starts a timer of this shard and tells the driver if this
 // is now the shard's earliest deadline.
 func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
+	if s.wheel == nil {
+		s.wheel = timerwheel.New(s.idleNow)
+	}
 	s.wheel.Reset(n, deadline)
 	if deadline < s.published {
 		s.published = deadline
@@ -234,4 +242,28 @@ func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
 			f(s.index, deadline)
 		}
 	}
+}
+
+// cancelLocked disarms a timer of this shard, if armed.
+func (s *shard) cancelLocked(n *timerwheel.Node) {
+	if s.wheel != nil {
+		s.wheel.Cancel(n)
+	}
+}
+
+// advanceLocked fires the shard's timers due at now (see Wheel.Advance).
+func (s *shard) advanceLocked(now timerwheel.Tick, fire func(*timerwheel.Node)) {
+	if s.wheel == nil {
+		s.idleNow = max(s.idleNow, now)
+		return
+	}
+	s.wheel.Advance(now, 0, fire)
+}
+
+// nextDeadlineLocked is the earliest deadline of the shard's timers.
+func (s *shard) nextDeadlineLocked() (timerwheel.Tick, bool) {
+	if s.wheel == nil {
+		return 0, false
+	}
+	return s.wheel.NextDeadline()
 }
