@@ -63,7 +63,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 			d.u64(uint64(r.limit))
 			d.bool(r.rw)
 			d.u64(uint64(r.lastActive))
-			for _, l := range []*slotList{&r.holders, &r.queue} {
+			for _, l := range []*slotList{&r.holders, r.queue} {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
 					d.slot(sl)

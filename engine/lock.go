@@ -64,7 +64,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl.writer, sl.elect = m.writer, m.elect
 	sl.state = slotWaiting
 	stamp(sl, now)
-	r.queue.pushBack(sl)
+	r.ownQueue().pushBack(sl)
 	sh.noteLocked(EventQueue, sl, now)
 	sess.record(sl)
 	sh.touchLocked(r, now)

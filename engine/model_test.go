@@ -797,7 +797,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					return ss
 				}
 				sr.holders = list(&r.holders)
-				sr.queue = list(&r.queue)
+				sr.queue = list(r.queue)
 				out[resKey{namespace(ns), k}] = sr
 			}
 		}

@@ -18,18 +18,40 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
-// Fields are ordered to keep it in the 80-byte size class: there is one per
-// live key, so its size is most of the memory a held lock costs.
+// Fields are ordered to keep it in the 64-byte size class: there is one per
+// live key, so its size is much of the memory a held lock costs.
 type resource struct {
 	key     string
 	holders slotList
-	queue   slotList
+	// queue is &noWaiters until the key's first waiter, then a list of
+	// its own for the resource's life: most held locks never see a
+	// waiter, and an inline list would cost each of them 24 bytes, the
+	// step from the 64- to the 80-byte size class (issue #21).
+	queue *slotList
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
 	ns         namespace
 	rw         bool // a read-write lock (spec §B.4): readers share, a writer is alone
+}
+
+// noWaiters is the queue of every resource that has had no waiter yet:
+// shared and never written (slotList.pushBack refuses it; nothing else
+// writes a list that holds no slot).
+var noWaiters slotList
+
+// newResource returns a resource with no holder and no waiter.
+func newResource(key string, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
+	return &resource{key: key, queue: &noWaiters, ns: ns, limit: limit, rw: rw, lastActive: lastActive}
+}
+
+// ownQueue returns r's queue for appending, giving r one of its own first.
+func (r *resource) ownQueue() *slotList {
+	if r.queue == &noWaiters {
+		r.queue = new(slotList)
+	}
+	return r.queue
 }
 
 func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
@@ -142,7 +164,7 @@ func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		e.keys.Add(-1)
 		return nil
 	}
-	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now.Tick()}
+	r := newResource(string(key), ns, int32(m.limit), m.rw, now.Tick())
 	s.res[ns].put(r)
 	return r
 }
