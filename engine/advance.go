@@ -84,7 +84,7 @@ func (e *Engine) advanceShard(i int, at timerwheel.Instant, fx *Effects) (next t
 func (e *Engine) collectDue(sh *shard, at timerwheel.Instant) {
 	sh.mu.Lock()
 	e.adv.cur = sh
-	sh.wheel.Advance(at.Tick(), 0, e.collectOne)
+	sh.advanceLocked(at.Tick(), e.collectOne)
 	e.adv.cur = nil
 	sh.mu.Unlock()
 }
@@ -166,7 +166,7 @@ func (s *shard) fireLocked(d *dueTimer, now timerwheel.Instant) {
 func (s *shard) republish() (timerwheel.Tick, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next, ok := s.wheel.NextDeadline()
+	next, ok := s.nextDeadlineLocked()
 	if !ok {
 		s.published = timerwheel.Tick(1<<63 - 1)
 		return 0, false
@@ -183,7 +183,7 @@ func (e *Engine) NextDeadline() (timerwheel.Tick, bool) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		d, ok := sh.wheel.NextDeadline()
+		d, ok := sh.nextDeadlineLocked()
 		sh.mu.Unlock()
 		if ok && (!any || d < next) {
 			next, any = d, true

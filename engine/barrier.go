@@ -88,7 +88,7 @@ func (sh *shard) tripLocked(b *barrier, st vocab.Status) {
 
 func (sh *shard) endBarrierWaitLocked(w *barrierWaiter) {
 	w.b.parts.remove(w)
-	sh.wheel.Cancel(&w.timer)
+	sh.cancelLocked(&w.timer)
 	w.done = true
 }
 

@@ -69,19 +69,19 @@ type digestRec struct {
 }
 
 func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
-	for ns, m := range s.res {
-		for k, r := range m {
+	for ns := range s.res {
+		for r := range s.res[ns].all {
 			var d digester
 			d.u64(uint64(r.limit))
 			d.bool(r.rw)
 			d.u64(uint64(r.lastActive))
-			for _, l := range []*slotList{&r.holders, &r.queue} {
+			for _, l := range []*slotList{&r.holders, r.queue} {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
 					d.slot(sl)
 				}
 			}
-			recs = append(recs, digestRec{uint8(ns), k, d.b})
+			recs = append(recs, digestRec{uint8(ns), r.key, d.b})
 		}
 	}
 	for k, c := range s.counters {

@@ -180,7 +180,7 @@ func (e *Engine) LockCounts() (held, waiting int) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		for _, r := range sh.res[nsLock] {
+		for r := range sh.res[nsLock].all {
 			if r.holders.n > 0 {
 				held++
 			}

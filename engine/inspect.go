@@ -258,10 +258,10 @@ func (e *Engine) InspectKey(at timerwheel.Instant, key string) []KeyState {
 // eachEntryLocked calls f for every live entry of the shard whose key
 // starts with prefix.
 func (s *shard) eachEntryLocked(prefix string, f func(key string, k KeyKind, ns namespace)) {
-	for ns, m := range s.res {
-		for key, r := range m {
-			if strings.HasPrefix(key, prefix) {
-				f(key, s.eng.kindOf(namespace(ns), r), namespace(ns))
+	for ns := range s.res {
+		for r := range s.res[ns].all {
+			if strings.HasPrefix(r.key, prefix) {
+				f(r.key, s.eng.kindOf(namespace(ns), r), namespace(ns))
 			}
 		}
 	}
@@ -283,8 +283,8 @@ func keysWith[V any](m map[string]V, prefix string, k KeyKind, f func(string, Ke
 
 // eachNamedLocked calls f for every kind of entry named key.
 func (s *shard) eachNamedLocked(key string, f func(k KeyKind, ns namespace)) {
-	for ns, m := range s.res {
-		if r := m[key]; r != nil {
+	for ns := range s.res {
+		if r := s.res[ns].getString(key); r != nil {
 			f(s.eng.kindOf(namespace(ns), r), namespace(ns))
 		}
 	}
@@ -309,7 +309,7 @@ func (s *shard) describeLocked(ref KeyRef, ns namespace, at timerwheel.Instant) 
 	ks := KeyState{Key: ref.Key, Kind: ref.Kind, TTLMs: -1}
 	switch ref.Kind {
 	case KeyLock, KeySemaphore, KeyRWLock:
-		r := s.res[ns][ref.Key]
+		r := s.res[ns].getString(ref.Key)
 		if r == nil || s.eng.kindOf(ns, r) != ref.Kind {
 			return ks, false
 		}

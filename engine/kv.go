@@ -76,14 +76,14 @@ func (e *Engine) kvOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Res
 	if kv.hasTTL {
 		sh.armLocked(&kv.timer, now.After(r.TTL*1000))
 	} else {
-		sh.wheel.Cancel(&kv.timer)
+		sh.cancelLocked(&kv.timer)
 	}
 	sh.watchEventLocked(r.Op.String(), kv.key) // kset, or a kcas that succeeded
 	return status(vocab.StatusOK)
 }
 
 func (sh *shard) deleteKVLocked(kv *kvEntry) {
-	sh.wheel.Cancel(&kv.timer)
+	sh.cancelLocked(&kv.timer)
 	delete(sh.kv, kv.key)
 	sh.eng.forgetKey()
 }

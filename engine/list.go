@@ -167,7 +167,7 @@ func (sh *shard) pushLocked(l *list, r *vocab.Request, now timerwheel.Instant) R
 // endPopLocked takes a waiter off its list and the timer wheel.
 func (sh *shard) endPopLocked(w *popWaiter) {
 	w.l.waiters.remove(w)
-	sh.wheel.Cancel(&w.timer)
+	sh.cancelLocked(&w.timer)
 	w.done = true
 }
 

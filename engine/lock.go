@@ -64,7 +64,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl.writer, sl.elect = m.writer, m.elect
 	sl.state = slotWaiting
 	stamp(sl, now)
-	r.queue.pushBack(sl)
+	r.ownQueue().pushBack(sl)
 	sh.noteLocked(EventQueue, sl, now)
 	sess.record(sl)
 	sh.touchLocked(r, now)
@@ -203,7 +203,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r.holders.remove(sl)
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
-	sh.wheel.Cancel(&sl.timer)
+	sh.cancelLocked(&sl.timer)
 	sl.state = slotLapsed
 	sh.lapsed.pushBack(sl)
 	sh.watchEventLocked(evRelease, r.key)

@@ -37,8 +37,8 @@ func (e *Engine) Metrics() Metrics {
 		m.Releases += c.releases
 		m.LeaseExpiries += c.expiries
 		m.Timeouts += c.timeouts
-		for _, res := range sh.res {
-			for _, r := range res {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
 				m.Keys++
 				switch {
 				case r.rw:

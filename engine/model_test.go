@@ -780,8 +780,9 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		for ns, m := range sh.res {
-			for k, r := range m {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
+				k := r.key
 				sr := snapRes{limit: int(r.limit), lastActive: int64(r.lastActive)}
 				list := func(l *slotList) []snapSlot {
 					var ss []snapSlot
@@ -796,7 +797,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					return ss
 				}
 				sr.holders = list(&r.holders)
-				sr.queue = list(&r.queue)
+				sr.queue = list(r.queue)
 				out[resKey{namespace(ns), k}] = sr
 			}
 		}

@@ -18,18 +18,40 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
-// Fields are ordered to keep it in the 80-byte size class: there is one per
-// live key, so its size is most of the memory a held lock costs.
+// Fields are ordered to keep it in the 64-byte size class: there is one per
+// live key, so its size is much of the memory a held lock costs.
 type resource struct {
 	key     string
 	holders slotList
-	queue   slotList
+	// queue is &noWaiters until the key's first waiter, then a list of
+	// its own for the resource's life: most held locks never see a
+	// waiter, and an inline list would cost each of them 24 bytes, the
+	// step from the 64- to the 80-byte size class (issue #21).
+	queue *slotList
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
 	ns         namespace
 	rw         bool // a read-write lock (spec §B.4): readers share, a writer is alone
+}
+
+// noWaiters is the queue of every resource that has had no waiter yet:
+// shared and never written (slotList.pushBack refuses it; nothing else
+// writes a list that holds no slot).
+var noWaiters slotList
+
+// newResource returns a resource with no holder and no waiter.
+func newResource(key string, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
+	return &resource{key: key, queue: &noWaiters, ns: ns, limit: limit, rw: rw, lastActive: lastActive}
+}
+
+// ownQueue returns r's queue for appending, giving r one of its own first.
+func (r *resource) ownQueue() *slotList {
+	if r.queue == &noWaiters {
+		r.queue = new(slotList)
+	}
+	return r.queue
 }
 
 func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
@@ -61,7 +83,7 @@ type shard struct {
 	mu    sync.Mutex // guards every field below except eng and index
 	eng   *Engine
 	index int
-	res   [numNamespaces]map[string]*resource
+	res   [numNamespaces]resTable // the resources by key (restable.go)
 	// Key spaces of the redis-feats primitives, separate from locks.
 	counters map[string]*counter
 	kv       map[string]*kvEntry
@@ -70,7 +92,12 @@ type shard struct {
 	// elections holds the leader watchers (observers and elected holders)
 	// per election name; names without watchers have no entry.
 	elections map[string]*election
-	wheel     *timerwheel.Wheel
+	// wheel is nil until the shard's first timer: a wheel is 3 KB, and
+	// most of the shards of an idle server never arm one (issue #21).
+	// While it is nil, idleNow is the time it would have: that of the
+	// latest Advance, as an empty wheel keeps it.
+	wheel   *timerwheel.Wheel
+	idleNow timerwheel.Tick
 	// published is the earliest deadline this shard has told the driver
 	// about; only an earlier one needs telling.
 	published timerwheel.Tick
@@ -97,14 +124,14 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.eng = e
 	s.index = i
 	for n := range s.res {
-		s.res[n] = make(map[string]*resource)
+		s.res[n] = newResTable()
 	}
 	s.counters = make(map[string]*counter)
 	s.kv = make(map[string]*kvEntry)
 	s.lists = make(map[string]*list)
 	s.barriers = make(map[string]*barrier)
 	s.elections = make(map[string]*election)
-	s.wheel = timerwheel.New(now)
+	s.idleNow = now
 	s.published = math.MaxInt64
 	if e.cfg.Events > 0 {
 		s.obs = newShardObs(e.cfg.Events, len(e.shards))
@@ -127,7 +154,7 @@ func (s *shard) deliverLocked(sess *session, r Result) { s.fx.add(sess.id, r) }
 
 // lookupLocked finds a resource without allocating.
 func (s *shard) lookupLocked(ns namespace, key []byte) *resource {
-	return s.res[ns][string(key)]
+	return s.res[ns].get(key)
 }
 
 // createLocked adds a resource, or returns nil when --max-locks is reached.
@@ -137,8 +164,8 @@ func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		e.keys.Add(-1)
 		return nil
 	}
-	r := &resource{key: string(key), ns: ns, limit: int32(m.limit), rw: m.rw, lastActive: now.Tick()}
-	s.res[ns][r.key] = r
+	r := newResource(string(key), ns, int32(m.limit), m.rw, now.Tick())
+	s.res[ns].put(r)
 	return r
 }
 
@@ -160,13 +187,9 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 		}
 		sl = next
 	}
-	for _, m := range s.res {
-		for k, r := range m {
-			if r.idle() && old(r.lastActive) {
-				delete(m, k)
-				s.eng.keys.Add(-1)
-			}
-		}
+	for i := range s.res {
+		n := s.res[i].sweep(func(r *resource) bool { return r.idle() && old(r.lastActive) })
+		s.eng.keys.Add(-int64(n))
 	}
 	// Zero counters go like idle locks; non-zero ones never expire (§B.5).
 	for k, c := range s.counters {
@@ -206,7 +229,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	if sl.state == slotLapsed {
 		s.lapsed.remove(sl)
 	}
-	s.wheel.Cancel(&sl.timer)
+	s.cancelLocked(&sl.timer)
 	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
 	sl.state = slotFree
@@ -231,6 +254,9 @@ const maxFreeSlots = 32
 // armLocked (re)starts a timer of this shard and tells the driver if this
 // is now the shard's earliest deadline.
 func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
+	if s.wheel == nil {
+		s.wheel = timerwheel.New(s.idleNow)
+	}
 	s.wheel.Reset(n, deadline)
 	if deadline < s.published {
 		s.published = deadline
@@ -238,4 +264,28 @@ func (s *shard) armLocked(n *timerwheel.Node, deadline timerwheel.Tick) {
 			f(s.index, deadline)
 		}
 	}
+}
+
+// cancelLocked disarms a timer of this shard, if armed.
+func (s *shard) cancelLocked(n *timerwheel.Node) {
+	if s.wheel != nil {
+		s.wheel.Cancel(n)
+	}
+}
+
+// advanceLocked fires the shard's timers due at now (see Wheel.Advance).
+func (s *shard) advanceLocked(now timerwheel.Tick, fire func(*timerwheel.Node)) {
+	if s.wheel == nil {
+		s.idleNow = max(s.idleNow, now)
+		return
+	}
+	s.wheel.Advance(now, 0, fire)
+}
+
+// nextDeadlineLocked is the earliest deadline of the shard's timers.
+func (s *shard) nextDeadlineLocked() (timerwheel.Tick, bool) {
+	if s.wheel == nil {
+		return 0, false
+	}
+	return s.wheel.NextDeadline()
 }

@@ -66,6 +66,9 @@ type slotList struct {
 }
 
 func (l *slotList) pushBack(s *slot) {
+	if l == &noWaiters {
+		panic("engine: append to the shared empty queue (use resource.ownQueue)")
+	}
 	s.prev, s.next = l.tail, nil
 	if l.tail != nil {
 		l.tail.next = s

@@ -99,8 +99,8 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	var lapsed []*slot
 	for i := range e.shards {
 		sh := &e.shards[i]
-		for ns, m := range sh.res {
-			for _, r := range m {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
 				res = append(res, resRec{namespace(ns), r})
 			}
 		}
@@ -119,7 +119,7 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		sw.i(int64(r.limit))
 		sw.bool(r.rw)
 		sw.i(int64(r.lastActive))
-		for _, l := range []*slotList{&r.holders, &r.queue} {
+		for _, l := range []*slotList{&r.holders, r.queue} {
 			sw.u(uint64(l.n))
 			for sl := l.head; sl != nil; sl = sl.next {
 				slotOut(sl)
@@ -350,20 +350,22 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		ns := namespace(sr.u())
 		key := sr.s()
 		sh := e.shardFor([]byte(key))
-		r := &resource{key: key, ns: ns, limit: int32(sr.i()), rw: sr.bool(), lastActive: timerwheel.Tick(sr.i())}
-		sh.res[ns][key] = r
+		limit, rw := int32(sr.i()), sr.bool()
+		r := newResource(key, ns, limit, rw, timerwheel.Tick(sr.i()))
+		sh.res[ns].put(r)
 		e.keys.Add(1)
-		for _, l := range []*slotList{&r.holders, &r.queue} {
-			for range sr.count() {
-				l.pushBack(slotIn(sh, r))
-			}
+		for range sr.count() {
+			r.holders.pushBack(slotIn(sh, r))
+		}
+		for range sr.count() {
+			r.ownQueue().pushBack(slotIn(sh, r))
 		}
 	}
 	for range sr.count() {
 		ns := namespace(sr.u())
 		key := sr.s()
 		sh := e.shardFor([]byte(key))
-		r := sh.res[ns][key]
+		r := sh.res[ns].getString(key)
 		if r == nil {
 			panic("lapsed grant of a key that is not in the snapshot")
 		}

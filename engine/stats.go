@@ -93,8 +93,8 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 // resources as locks. Lock entries carry their holder's fence; only the
 // rf document shows it (parse.AppendStats).
 func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.Tick, all bool) {
-	for ns, m := range sh.res {
-		for _, r := range m {
+	for ns := range sh.res {
+		for r := range sh.res[ns].all {
 			if r.rw {
 				if all && !r.idle() { // idle read-write locks are not listed (§F.1)
 					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
@@ -226,10 +226,10 @@ func (e *Engine) visitInKeyOrder(fx *Effects, pick func(*resource) bool, f func(
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		for ns, m := range sh.res {
-			for k, r := range m {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
 				if pick(r) {
-					refs = append(refs, ref{sh, k, namespace(ns)})
+					refs = append(refs, ref{sh, r.key, namespace(ns)})
 				}
 			}
 		}
@@ -238,7 +238,7 @@ func (e *Engine) visitInKeyOrder(fx *Effects, pick func(*resource) bool, f func(
 	slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.ns, b.ns)) })
 	for _, p := range refs {
 		p.sh.lock(fx)
-		if r := p.sh.res[p.ns][p.key]; r != nil && pick(r) {
+		if r := p.sh.res[p.ns].getString(p.key); r != nil && pick(r) {
 			f(p.sh, r)
 		}
 		p.sh.unlock()

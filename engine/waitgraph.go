@@ -17,8 +17,8 @@ func (e *Engine) WaitGraph() *deadlock.Graph {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		for ns, m := range sh.res {
-			for _, r := range m {
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
 				if r.queue.n == 0 {
 					continue
 				}

@@ -54,6 +54,11 @@ func parseStat(b []byte) (time.Duration, error) {
 type Memory struct {
 	RSS     int64 // VmRSS: resident now
 	PeakRSS int64 // VmHWM: high-water mark since the process started
+	// RssAnon and RssFile split RSS into the heap, stacks and other
+	// anonymous pages, and the mapped files' pages (mostly the binary's
+	// own text and data). Zero on kernels before 4.5, which lack them.
+	RssAnon int64
+	RssFile int64
 }
 
 // ReadMemory returns process pid's current and peak resident set size.
@@ -77,10 +82,15 @@ func parseStatus(b []byte) (Memory, error) {
 			dst = &m.RSS
 		case bytes.HasPrefix(line, []byte("VmHWM:")):
 			dst = &m.PeakRSS
+		case bytes.HasPrefix(line, []byte("RssAnon:")):
+			dst = &m.RssAnon
+		case bytes.HasPrefix(line, []byte("RssFile:")):
+			dst = &m.RssFile
 		default:
 			continue
 		}
-		f := bytes.Fields(line[6:])
+		_, rest, _ := bytes.Cut(line, []byte{':'})
+		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
 			return Memory{}, fmt.Errorf("%w: %q", ErrFormat, line)
 		}
@@ -89,7 +99,9 @@ func parseStatus(b []byte) (Memory, error) {
 			return Memory{}, fmt.Errorf("%w: %q", ErrFormat, line)
 		}
 		*dst = kb << 10
-		found++
+		if dst == &m.RSS || dst == &m.PeakRSS {
+			found++
+		}
 	}
 	if found != 2 {
 		// Kernel threads and zombies have no Vm* lines.

@@ -80,6 +80,10 @@ func TestParseStatus(t *testing.T) {
 	if err != nil || m.RSS != 1<<20 || m.PeakRSS != 2<<20 {
 		t.Fatalf("got %+v, %v", m, err)
 	}
+	m, err = parseStatus([]byte("VmHWM:\t 8 kB\nVmRSS:\t 6 kB\nRssAnon:\t 2 kB\nRssFile:\t 3 kB\nRssShmem:\t 1 kB\n"))
+	if err != nil || m.RssAnon != 2<<10 || m.RssFile != 3<<10 || m.RSS != 6<<10 {
+		t.Fatalf("with RssAnon/RssFile: got %+v, %v", m, err)
+	}
 	if _, err := parseStatus([]byte("Name:\tkthreadd\n")); !errors.Is(err, ErrFormat) {
 		t.Fatalf("kernel thread status: %v", err)
 	}

@@ -23,14 +23,18 @@ const (
 
 // MemResult is one memory scenario on one freshly started server.
 type MemResult struct {
-	Target   string  `json:"target"`
-	Scenario string  `json:"scenario"`
-	Items    int     `json:"items"`
-	Conns    int     `json:"conns"`
-	Before   int64   `json:"rss_before_bytes"`
-	After    int64   `json:"rss_after_bytes"`
-	PerItem  float64 `json:"bytes_per_item"`
-	Duration int64   `json:"setup_ns"`
+	Target   string `json:"target"`
+	Scenario string `json:"scenario"`
+	Items    int    `json:"items"`
+	Conns    int    `json:"conns"`
+	Before   int64  `json:"rss_before_bytes"`
+	After    int64  `json:"rss_after_bytes"`
+	// The idle server's RSS split into anonymous pages (heap, stacks) and
+	// file-backed ones (the binary's pages it touched).
+	AnonBefore int64   `json:"rss_anon_before_bytes,omitempty"`
+	FileBefore int64   `json:"rss_file_before_bytes,omitempty"`
+	PerItem    float64 `json:"bytes_per_item"`
+	Duration   int64   `json:"setup_ns"`
 }
 
 // MemTarget is a server to load for a memory scenario.
@@ -46,14 +50,14 @@ const memTimeout = 60 * time.Second
 
 // rss waits until the server's resident set stops growing (two samples in
 // a row within 64 KiB, at most 10 s) and returns it.
-func rss(pid int) (int64, error) {
+func rss(pid int) (procstat.Memory, error) {
 	var last int64 = -1 << 40
 	stable := 0
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		m, err := procstat.ReadMemory(pid)
 		if err != nil {
-			return 0, err
+			return procstat.Memory{}, err
 		}
 		d := m.RSS - last
 		if d < 0 {
@@ -66,7 +70,7 @@ func rss(pid int) (int64, error) {
 		}
 		last = m.RSS
 		if stable >= 2 || time.Now().After(deadline) {
-			return m.RSS, nil
+			return m, nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -294,13 +298,15 @@ func Waiters(ctx context.Context, t MemTarget, n int) (*MemResult, error) {
 	return finish(res, t, before, start)
 }
 
-func finish(res *MemResult, t MemTarget, before int64, start time.Time) (*MemResult, error) {
-	after, err := rss(t.PID)
+func finish(res *MemResult, t MemTarget, before procstat.Memory, start time.Time) (*MemResult, error) {
+	m, err := rss(t.PID)
 	if err != nil {
 		return nil, err
 	}
-	res.Before, res.After = before, after
+	after := m.RSS
+	res.Before, res.After = before.RSS, after
+	res.AnonBefore, res.FileBefore = before.RssAnon, before.RssFile
 	res.Duration = int64(time.Since(start))
-	res.PerItem = float64(after-before) / float64(res.Items)
+	res.PerItem = float64(after-before.RSS) / float64(res.Items)
 	return res, nil
 }

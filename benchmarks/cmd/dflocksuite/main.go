@@ -123,6 +123,8 @@ type runner struct {
 	noRedis    bool
 	noEtcd     bool
 	noMemory   bool
+	memOnly    bool      // --memory-only: the memory scenarios of ng (and Redis), nothing else
+	memBins    namedBins // --mem-bin: more dflockd-ng binaries beside ng in the memory scenarios
 	noWrite    bool
 	perfPath   string
 	resultsDir string
@@ -193,6 +195,8 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.BoolVar(&s.noRedis, "no-redis", false, "skip Redis")
 	fs.BoolVar(&s.noEtcd, "no-etcd", false, "skip etcd")
 	fs.BoolVar(&s.noMemory, "no-memory", false, "skip the memory scenarios")
+	fs.BoolVar(&s.memOnly, "memory-only", false, "run only the memory scenarios, on ng, the --mem-bin binaries and Redis (not the reference servers)")
+	fs.Var(&s.memBins, "mem-bin", "another dflockd-ng binary `name=path` for the memory scenarios, beside ng (repeatable; compares builds side by side)")
 	fs.BoolVar(&s.noWrite, "no-write", false, "do not touch PERF.md, the charts or the raw results")
 	fs.BoolVar(&s.install, "install", true, "apt-get install redis-server / etcd-server when missing")
 	pin := fs.Bool("pin", true, "pin servers and load generator to different CPUs (sched_setaffinity)")
@@ -385,6 +389,9 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 	envKV := s.environment(start)
 	fmt.Fprintf(s.stderr, "dflocksuite: %s mode; %s; load average %s\n", map[bool]string{true: "quick", false: "full"}[s.quick], s.pinNote, loadavg())
 
+	if s.memOnly {
+		return s.memoryOnly(ctx, args, envKV, start)
+	}
 	if err := s.startTargets(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,22 @@ func TestTargetFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1"} {
+		if err := n.Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestNamedBins(t *testing.T) {
+	var n namedBins
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Set("before=" + exe); err != nil || len(n) != 1 || n[0].name != "before" || n[0].path != exe {
+		t.Fatalf("before=%s: %v, %+v", exe, err, n)
+	}
+	for _, bad := range []string{"before=" + exe, "ng=" + exe, "redis=" + exe, "x=/no/such/binary", "=x", exe} {
 		if err := n.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
