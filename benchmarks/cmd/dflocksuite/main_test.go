@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,30 @@ func TestTargetFlag(t *testing.T) {
 		if err := n.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// --summary-only rewrites the summary from the results on disk and runs
+// nothing: with no results every row is not measured.
+func TestSummaryOnlyRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	perf := filepath.Join(dir, "PERF.md")
+	if err := os.WriteFile(perf, []byte("# P\n<!-- suite:summary:begin -->\n<!-- suite:summary:end -->\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if rc := suiteMain([]string{"--summary-only", "--perf", perf, "--results", dir}, &stderr); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr.String())
+	}
+	got, err := os.ReadFile(perf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(got)
+	if !strings.Contains(s, "| idle RSS at startup | not measured: ") || !strings.HasSuffix(s, "<!-- suite:summary:end -->\ntail\n") {
+		t.Errorf("PERF.md after --summary-only:\n%s", s)
+	}
+	if strings.Contains(stderr.String(), "dflocksuite: done in") {
+		t.Errorf("--summary-only ran workloads: %s", stderr.String())
 	}
 }
