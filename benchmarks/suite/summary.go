@@ -65,17 +65,17 @@ func Summary(res Results) []SummaryRow {
 			v := ng.CPUPerPair.Median / ceil.CPUPerPair.Median
 			r.set(core, fmt.Sprintf("**%.2f×** (%.2f vs %.2f µs)", v, ng.CPUPerPair.Median/1e3, ceil.CPUPerPair.Median/1e3), v <= 1.5)
 		} else {
-			r.notMeasured("no ng and ceiling server CPU at 50 conns × depth 16 in the lock results")
+			r.notMeasured("no ng and ceiling server CPU at 50 conns × depth 16 " + where(core, "lock results"))
 		}
 		rows = append(rows, r)
 	}
 	rows = append(rows, pairsRatio(core, ng, ngOK, lockCell, TargetBefore,
 		"lock+release, depth 16: pairs/s vs c44aed8's binary (`before`)", 1.15,
 		lockCmd+" --target before=ADDR",
-		"no `before` target in the lock results (c44aed8's dflockd, `--loops 1`, listening at ADDR, pinned to the server CPU)"))
+		"no `before` target (c44aed8's dflockd, `--loops 1`, listening at ADDR, pinned to the server CPU) "+where(core, "lock results")))
 	rows = append(rows, pairsRatio(core, ng, ngOK, lockCell, "redis-del",
 		"lock+release, depth 16: pairs/s vs Redis `SET NX PX` + `DEL`", 2,
-		lockCmd, "no ng and redis-del pairs at 50 conns × depth 16 in the lock results"))
+		lockCmd, "no ng and redis-del pairs at 50 conns × depth 16 "+where(core, "lock results")))
 
 	// Primitives against Redis.
 	{
@@ -101,7 +101,7 @@ func Summary(res Results) []SummaryRow {
 		}
 		switch {
 		case len(parts) == 0:
-			r.notMeasured("no ng and redis primitives at 50 conns × depth 16")
+			r.notMeasured("no ng and redis primitives at 50 conns × depth 16 " + where(prim, "primitives results"))
 		case len(missing) > 0:
 			r.set(prim, strings.Join(parts, ", ")+"; not measured: "+strings.Join(missing, ", "), false)
 			r.Met = "–"
@@ -125,8 +125,8 @@ func Summary(res Results) []SummaryRow {
 			}
 		}
 		if held == nil {
-			r.notMeasured("no ng held-locks scenario in the lock results")
-			r2.notMeasured("no ng memory scenario in the lock results")
+			r.notMeasured("no ng held-locks scenario " + where(core, "lock results"))
+			r2.notMeasured("no ng memory scenario " + where(core, "lock results"))
 		} else {
 			shape := ""
 			if held.Items != memLocks || held.Conns != memLockConn {
@@ -151,7 +151,7 @@ func Summary(res Results) []SummaryRow {
 		}
 		switch {
 		case !ok2:
-			r.notMeasured("no `v1.10.0` target in the hot-key results (dflockd v1.10.0 listening at ADDR)")
+			r.notMeasured("no `v1.10.0` target (dflockd v1.10.0 listening at ADDR) " + where(core, "hot-key results"))
 		case !ok1 || n.CPUPerPair.N == 0 || o.CPUPerPair.N == 0:
 			r.notMeasured("server CPU of ng or `v1.10.0` not recorded (the suite measures no CPU for a `--target` address)")
 		default:
@@ -210,18 +210,18 @@ func clusterRows(cl *RunFile) []SummaryRow {
 	if v, a, b, ok := ratio(ClusterSingle, sumDepth); ok {
 		single.set(cl, fmt.Sprintf("**%.1f %%** (%s vs %s pairs/s)%s", 100*v, FmtRate(a.Pairs.Median), FmtRate(b.Pairs.Median), at), v >= clusterVsSingleGoal)
 	} else {
-		single.notMeasured("no cluster and single rows at depth 16")
+		single.notMeasured("no cluster and single rows at depth 16 " + where(cl, "cluster results"))
 	}
 	if v, a, b, ok := ratio(ClusterEtcd, 1); ok {
 		etcd.set(cl, fmt.Sprintf("**%.1f×** (%s vs %s pairs/s)%s", v, FmtRate(a.Pairs.Median), FmtRate(b.Pairs.Median), at), v >= clusterVsEtcdGoal)
 	} else {
-		etcd.notMeasured("no cluster and etcd3 rows at depth 1 (etcd unavailable, or --no-etcd)")
+		etcd.notMeasured("no cluster and etcd3 rows at depth 1 (etcd unavailable, or --no-etcd) " + where(cl, "cluster results"))
 	}
 	if len(c.Failover) > 0 {
 		m := c.FailoverMedian()
 		fail.set(cl, fmt.Sprintf("**%s** (median of %d)", FmtNs(m), len(c.Failover)), m <= 1e9)
 	} else {
-		fail.notMeasured("no failover trial in the cluster results")
+		fail.notMeasured("no failover trial " + where(cl, "cluster results"))
 	}
 	return []SummaryRow{single, etcd, fail}
 }
@@ -263,12 +263,12 @@ func scalingRows(sc *RunFile) []SummaryRow {
 	if len(parts) > 0 {
 		loops.set(sc, strings.Join(parts, "; ")+host, met)
 	} else {
-		loops.notMeasured("no ng-1 and ng-8 rows in the scaling results")
+		loops.notMeasured("no ng-1 and ng-8 rows " + where(sc, "scaling results"))
 	}
 	if v, ok := ratio("ng-8", "redis", Shape{1000, 1}); ok {
 		redis.set(sc, fmt.Sprintf("**%.2f×**%s", v, host), v >= 4)
 	} else {
-		redis.notMeasured("no ng-8 and redis rows at 1000 conns × depth 1 in the scaling results")
+		redis.notMeasured("no ng-8 and redis rows at 1000 conns × depth 1 " + where(sc, "scaling results"))
 	}
 	return []SummaryRow{loops, redis}
 }
@@ -278,6 +278,15 @@ func (r *SummaryRow) set(f *RunFile, measured string, met bool) {
 	if met {
 		r.Met = "yes"
 	}
+}
+
+// where names the results file a figure was looked for in: the newest
+// of its kind, which may be a narrower run than an older one on disk.
+func where(f *RunFile, what string) string {
+	if f == nil {
+		return "(no " + what + " file)"
+	}
+	return "in `" + f.Name + "`"
 }
 
 func (r *SummaryRow) notMeasured(why string) {
@@ -292,7 +301,7 @@ func SummaryMarkdown(rows []SummaryRow) []byte {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("## Summary (generated)\n\n")
 	p("_Generated by `benchmarks/cmd/dflocksuite` from the raw results in `benchmarks/results/` at the end of every run, or by `--summary-only`; do not edit between the markers._\n\n")
-	p("Ratios measured side by side in one run, servers and load generator pinned to different CPUs, 50 connections unless the row says otherwise.\n\n")
+	p("Each ratio is measured side by side in one run (its pinning: the environment table of its section below), at 50 connections unless the row says otherwise.\n\n")
 	var runs []*RunFile
 	ref := map[*RunFile]string{}
 	for _, r := range rows {

@@ -62,6 +62,9 @@ func TestSummaryNothingMeasured(t *testing.T) {
 		if r.From != nil || r.Met != "–" || !strings.HasPrefix(r.Measured, "not measured: ") {
 			t.Errorf("row %q from empty results: measured %q, met %q", r.What, r.Measured, r.Met)
 		}
+		if strings.Contains(r.Measured, " in `") {
+			t.Errorf("row %q names a results file though none exists: %q", r.What, r.Measured)
+		}
 		if !strings.HasPrefix(r.Reproduce, "go run ./benchmarks/cmd/dflocksuite ") {
 			t.Errorf("row %q: no command to measure it: %q", r.What, r.Reproduce)
 		}
@@ -145,8 +148,8 @@ func TestSummaryTargetsNotMet(t *testing.T) {
 		t.Errorf("hot-key row without v1.10.0's CPU: %q", hot.Measured)
 	}
 	mem := rowByPrefix(t, rows, "RSS per held lock")
-	if mem.From != nil {
-		t.Errorf("memory row measured from a run without memory: %q", mem.Measured)
+	if mem.From != nil || !strings.HasSuffix(mem.Measured, "in `suite-quick.json`") {
+		t.Errorf("memory row from a run without memory: %q, want not measured in suite-quick.json", mem.Measured)
 	}
 	md := string(SummaryMarkdown(rows))
 	if !strings.Contains(md, "quick run, 2026-01-02 03:04 UTC, commit abc123, Test CPU (2 cores); `go run ./benchmarks/cmd/dflocksuite --quick`") {
