@@ -141,7 +141,7 @@ func Summary(res Results) []SummaryRow {
 	// Hot key: server CPU per hand-off against v1.10.0's.
 	{
 		r := SummaryRow{What: "hot key, 50 conns: server CPU per hand-off vs v1.10.0's", Target: "≤ 0.35×",
-			Reproduce: suiteCmd + " --workloads hot --hot-conns 50 --target v1.10.0=ADDR   # the suite records no server CPU for a --target address yet"}
+			Reproduce: suiteCmd + " --workloads hot --hot-conns 50 --target v1.10.0=ADDR@PID   # dflockd v1.10.0 listening at ADDR, its process id PID, pinned to the server CPU"}
 		var n, o Cell
 		var ok1, ok2 bool
 		if core != nil {
@@ -151,9 +151,9 @@ func Summary(res Results) []SummaryRow {
 		}
 		switch {
 		case !ok2:
-			r.notMeasured("no `v1.10.0` target (dflockd v1.10.0 listening at ADDR) " + where(core, "hot-key results"))
+			r.notMeasured("no `v1.10.0` target (dflockd v1.10.0) at 50 conns " + where(core, "hot-key results"))
 		case !ok1 || n.CPUPerPair.N == 0 || o.CPUPerPair.N == 0:
-			r.notMeasured("server CPU of ng or `v1.10.0` not recorded (the suite measures no CPU for a `--target` address)")
+			r.notMeasured("server CPU of ng or `v1.10.0` not recorded (`--target v1.10.0=ADDR` without `@PID`) " + where(core, "hot-key results"))
 		default:
 			v := n.CPUPerPair.Median / o.CPUPerPair.Median
 			r.set(core, fmt.Sprintf("**%.2f×** (%.1f vs %.1f µs)", v, n.CPUPerPair.Median/1e3, o.CPUPerPair.Median/1e3), v <= 0.35)

@@ -70,7 +70,7 @@ func TestSummaryNothingMeasured(t *testing.T) {
 		}
 	}
 	md := string(SummaryMarkdown(rows))
-	for _, want := range []string{"--target before=ADDR", "--workloads cluster", "--workloads scaling", "--target v1.10.0=ADDR", "--workloads incr,kv,list"} {
+	for _, want := range []string{"--target before=ADDR", "--workloads cluster", "--workloads scaling", "--target v1.10.0=ADDR@PID", "--workloads incr,kv,list"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary does not give the command %q:\n%s", want, md)
 		}
@@ -266,5 +266,21 @@ func TestWriteSummaryKeepsTheRest(t *testing.T) {
 	}
 	if strings.Contains(string(got), "old table") {
 		t.Error("old summary kept")
+	}
+}
+
+func TestSummaryHotKeyAgainstV110(t *testing.T) {
+	dir := t.TempDir()
+	writeResults(t, dir, "suite-full.json", map[string]any{
+		"environment": env("2026-01-02 03:04 UTC", "Test CPU", "2", "abc"),
+		"runs": []Record{
+			rec("ng", "hot", 50, 1, 10000, 20000, 40000),
+			rec(TargetV110, "hot", 50, 1, 5000, 10000, 200000), // --target v1.10.0=ADDR@PID: its CPU measured
+			rec(TargetV110, "hot", 10, 1, 5000, 10000, 1),      // other connection counts do not count
+		},
+	})
+	r := rowByPrefix(t, load(t, dir), "hot key")
+	if r.Measured != "**0.20×** (40.0 vs 200.0 µs)" || r.Met != "yes" || r.From == nil {
+		t.Errorf("hot-key row: %q met %q", r.Measured, r.Met)
 	}
 }

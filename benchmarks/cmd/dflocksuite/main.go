@@ -189,7 +189,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&s.failoverTrials, "failover-trials", 0, "cluster comparison: kills of the leader (default 3, --quick 1)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
-	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port` (loopback, repeatable)")
+	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port[@pid]` (loopback, repeatable; with its process id, its server CPU is measured too)")
 	fs.BoolVar(&s.noRedis, "no-redis", false, "skip Redis")
 	fs.BoolVar(&s.noEtcd, "no-etcd", false, "skip etcd")
 	fs.BoolVar(&s.noMemory, "no-memory", false, "skip the memory scenarios")

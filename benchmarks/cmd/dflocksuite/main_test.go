@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,7 +119,16 @@ func TestTargetFlag(t *testing.T) {
 	if err := n.Set("dflockd=127.0.0.1:6388"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1"} {
+	// With a process id: this test's own, which exists.
+	self := fmt.Sprintf("v1.10.0=127.0.0.1:6389@%d", os.Getpid())
+	if err := n.Set(self); err != nil {
+		t.Fatal(err)
+	}
+	if got := n[len(n)-1]; got.addr != "127.0.0.1:6389" || got.pid != os.Getpid() || !strings.Contains(n.String(), self) {
+		t.Fatalf("parsed %+v, String %q", got, n.String())
+	}
+	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1",
+		"y=127.0.0.1:3@0", "y=127.0.0.1:3@-4", "y=127.0.0.1:3@abc", "y=127.0.0.1:3@999999999"} {
 		if err := n.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
