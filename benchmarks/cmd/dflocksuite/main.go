@@ -191,7 +191,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&s.failoverTrials, "failover-trials", 0, "cluster comparison: kills of the leader (default 3, --quick 1)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
-	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port` (loopback, repeatable)")
+	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port[@pid]` (loopback, repeatable; with its process id, its server CPU is measured too)")
 	fs.BoolVar(&s.noRedis, "no-redis", false, "skip Redis")
 	fs.BoolVar(&s.noEtcd, "no-etcd", false, "skip etcd")
 	fs.BoolVar(&s.noMemory, "no-memory", false, "skip the memory scenarios")
@@ -204,6 +204,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.StringVar(&s.clientCPUs, "client-cpus", "1", "CPU list of the load generator")
 	fs.StringVar(&s.perfPath, "perf", "", "PERF.md to update (default <repo>/PERF.md)")
 	fs.StringVar(&s.resultsDir, "results", "", "charts and raw JSON (default <repo>/benchmarks/results)")
+	summaryOnly := fs.Bool("summary-only", false, "run nothing: rewrite PERF.md's summary table from the raw JSON results in --results")
 	fs.IntVar(&s.memLocks, "mem-locks", 100000, "memory scenario: held locks")
 	fs.IntVar(&s.memLockC, "mem-lock-conns", 100, "memory scenario: connections holding them")
 	fs.IntVar(&s.memIdle, "mem-idle", 10000, "memory scenario: idle connections")
@@ -224,6 +225,9 @@ func suiteMain(args []string, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "dflocksuite: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *summaryOnly {
+		return summaryMain(s, stderr)
 	}
 	def := func(quick, full string) string {
 		if s.quick {
@@ -525,7 +529,8 @@ func (s *runner) environment(now time.Time) []suite.KV {
 		{Key: "Go", Value: runtime.Version()},
 		{Key: "gnet", Value: gnet},
 		{Key: "kernel", Value: kernel},
-		{Key: "date", Value: now.UTC().Format("2006-01-02 15:04 MST")},
+		{Key: "date", Value: now.UTC().Format(suite.EnvDateLayout)},
+		{Key: "commit", Value: commitOf(s.repo)},
 		{Key: "pinning", Value: s.pinNote},
 		{Key: "load average at start", Value: loadavg()},
 		{Key: "mode", Value: fmt.Sprintf("%s: %d repetition(s), %v warm-up + %v window per run", mode, s.reps, s.warmup, s.duration)},
@@ -571,31 +576,31 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 		secs = append(secs, section{suite.CoreSection,
 			&suite.Report{Title: "Comparative benchmark (generated)", Env: env, Command: command, Subject: "ng",
 				Records: core, Memory: mem, Notes: s.notes, RawPath: "suite-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.notes, "runs": core, "memory": mem}, nil, nil})
+			map[string]any{"environment": env, "notes": s.notes, "runs": core, "memory": mem, "command": command}, nil, nil})
 	}
 	if len(prim) > 0 {
 		secs = append(secs, section{suite.PrimitivesSection,
 			&suite.Report{Title: "Redis-feats primitives (generated)", Env: env, Command: command, Subject: "ng",
 				Records: prim, Notes: s.primNote, RawPath: "primitives-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.primNote, "runs": prim}, nil, nil})
+			map[string]any{"environment": env, "notes": s.primNote, "runs": prim, "command": command}, nil, nil})
 	}
 	if len(fan) > 0 {
 		secs = append(secs, section{suite.FanoutSection,
 			&suite.Report{Title: "Pub/sub fan-out (generated)", Env: env, Command: command, Subject: "ng",
 				Fanout: fan, RawPath: "fanout-" + mode + ".json"},
-			map[string]any{"environment": env, "fanout": fan}, nil, nil})
+			map[string]any{"environment": env, "fanout": fan, "command": command}, nil, nil})
 	}
 	if cl != nil {
 		secs = append(secs, section{suite.ClusterSection,
 			&suite.Report{Title: "Cluster comparison (generated)", Env: env, Command: command, Subject: suite.ClusterLeader,
 				Cluster: cl, Notes: s.clusterNote, RawPath: "cluster-" + mode + ".json"},
-			map[string]any{"environment": env, "notes": s.clusterNote, "cluster": cl}, nil, nil})
+			map[string]any{"environment": env, "notes": s.clusterNote, "cluster": cl, "command": command}, nil, nil})
 	}
 	if scale != nil {
 		secs = append(secs, section{scalingSection,
 			&suite.Report{Title: "Scaling over cores (generated)", Env: env, Command: command, Subject: "ng",
 				Notes: scale.Notes, RawPath: "scaling-" + mode + ".json"},
-			map[string]any{"environment": env, "scaling": scale}, scale.charts(), scale.markdown})
+			map[string]any{"environment": env, "scaling": scale, "command": command}, scale.charts(), scale.markdown})
 	}
 	var order []string
 	for _, t := range s.targets {
@@ -658,5 +663,5 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 		}
 		fmt.Fprintf(s.stderr, "dflocksuite: wrote %s (section %s), %d charts and %s\n", s.perfPath, sc.sec.Begin, len(sc.rep.Charts), sc.rep.RawPath)
 	}
-	return nil
+	return s.writeSummary()
 }

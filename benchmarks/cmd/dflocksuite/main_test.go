@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +119,16 @@ func TestTargetFlag(t *testing.T) {
 	if err := n.Set("dflockd=127.0.0.1:6388"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1"} {
+	// With a process id: this test's own, which exists.
+	self := fmt.Sprintf("v1.10.0=127.0.0.1:6389@%d", os.Getpid())
+	if err := n.Set(self); err != nil {
+		t.Fatal(err)
+	}
+	if got := n[len(n)-1]; got.addr != "127.0.0.1:6389" || got.pid != os.Getpid() || !strings.Contains(n.String(), self) {
+		t.Fatalf("parsed %+v, String %q", got, n.String())
+	}
+	for _, bad := range []string{"x=10.0.0.1:1", "ng=127.0.0.1:1", "dflockd=127.0.0.1:2", "127.0.0.1:1",
+		"y=127.0.0.1:3@0", "y=127.0.0.1:3@-4", "y=127.0.0.1:3@abc", "y=127.0.0.1:3@999999999"} {
 		if err := n.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -137,5 +148,30 @@ func TestNamedBins(t *testing.T) {
 		if err := n.Set(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// --summary-only rewrites the summary from the results on disk and runs
+// nothing: with no results every row is not measured.
+func TestSummaryOnlyRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	perf := filepath.Join(dir, "PERF.md")
+	if err := os.WriteFile(perf, []byte("# P\n<!-- suite:summary:begin -->\n<!-- suite:summary:end -->\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if rc := suiteMain([]string{"--summary-only", "--perf", perf, "--results", dir}, &stderr); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr.String())
+	}
+	got, err := os.ReadFile(perf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(got)
+	if !strings.Contains(s, "| idle RSS at startup | not measured: ") || !strings.HasSuffix(s, "<!-- suite:summary:end -->\ntail\n") {
+		t.Errorf("PERF.md after --summary-only:\n%s", s)
+	}
+	if strings.Contains(stderr.String(), "dflocksuite: done in") {
+		t.Errorf("--summary-only ran workloads: %s", stderr.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,15 +212,24 @@ func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
 	return rec, nil
 }
 
-// namedAddr is one "name=host:port" flag value.
-type namedAddr struct{ name, addr string }
+// namedAddr is one "name=host:port[@pid]" flag value. With the server's
+// process id the suite reads its CPU time as for its own servers, which
+// the summary's comparisons of server CPU need (v1.10.0's per hand-off).
+type namedAddr struct {
+	name, addr string
+	pid        int
+}
 
 type namedAddrs []namedAddr
 
 func (n *namedAddrs) String() string {
 	var p []string
 	for _, a := range *n {
-		p = append(p, a.name+"="+a.addr)
+		v := a.name + "=" + a.addr
+		if a.pid > 0 {
+			v += "@" + strconv.Itoa(a.pid)
+		}
+		p = append(p, v)
 	}
 	return strings.Join(p, ",")
 }
@@ -229,7 +239,18 @@ var reserved = map[string]bool{"ng": true, "ceiling": true, "baseline": true, "r
 func (n *namedAddrs) Set(v string) error {
 	name, addr, ok := strings.Cut(v, "=")
 	if !ok || name == "" || reserved[name] {
-		return fmt.Errorf("%q: want name=host:port with a name other than %v", v, "ng, ceiling, baseline, redis, redis-del, etcd")
+		return fmt.Errorf("%q: want name=host:port[@pid] with a name other than %v", v, "ng, ceiling, baseline, redis, redis-del, etcd")
+	}
+	pid := 0
+	if a, p, ok := strings.Cut(addr, "@"); ok {
+		var err error
+		if pid, err = strconv.Atoi(p); err != nil || pid <= 0 {
+			return fmt.Errorf("%q: @%s is not a process id", v, p)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err != nil {
+			return fmt.Errorf("%q: process %d: %w", v, pid, err)
+		}
+		addr = a
 	}
 	for _, a := range *n {
 		if a.name == name {
@@ -243,7 +264,7 @@ func (n *namedAddrs) Set(v string) error {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("%q: not a loopback address", v)
 	}
-	*n = append(*n, namedAddr{name, addr})
+	*n = append(*n, namedAddr{name, addr, pid})
 	return nil
 }
 

@@ -272,9 +272,14 @@ func TestScalingWrite(t *testing.T) {
 	if !strings.HasPrefix(doc, old) {
 		t.Fatalf("the other sections changed:\n%s", doc)
 	}
-	sec := doc[len(old):]
-	if !strings.HasPrefix(sec, scalingSection.Begin+"\n## Scaling over cores (generated)") || !strings.HasSuffix(sec, scalingSection.End+"\n") {
+	sec, summary, ok := strings.Cut(doc[len(old):], suite.SummarySection.Begin+"\n")
+	if !ok || !strings.HasPrefix(sec, scalingSection.Begin+"\n## Scaling over cores (generated)") || !strings.HasSuffix(sec, scalingSection.End+"\n") {
 		t.Fatalf("section:\n%s", sec)
+	}
+	// The run ends by rebuilding the summary from the results just written
+	// (appended here, as this PERF.md had no summary markers).
+	if want := "| scaling: 8 loops vs 1 loop (every shape) | 1000×1 **6.40×**"; !strings.Contains(summary, want) || !strings.HasSuffix(summary, suite.SummarySection.End+"\n") {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
 	}
 	for _, want := range []string{"(benchmarks/results/scaling-full.json)", "(benchmarks/results/full-scaling-throughput.svg)",
 		"Command: `go run ./benchmarks/cmd/dflocksuite --workloads scaling`"} {

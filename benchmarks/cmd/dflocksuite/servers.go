@@ -63,7 +63,7 @@ func (s *runner) startTargets(ctx context.Context) error {
 		if err := probeLine(e.addr); err != nil {
 			return fmt.Errorf("target %s (%s): %w", e.name, e.addr, err)
 		}
-		s.targets = append(s.targets, &target{name: e.name, addr: e.addr, kind: "line", hot: true})
+		s.targets = append(s.targets, &target{name: e.name, addr: e.addr, kind: "line", pid: e.pid, hot: true})
 	}
 	s.notes = append(s.notes,
 		fmt.Sprintf("`ng` = dflockd-ng built from this tree, `--loops %d --max-locks %d`; `ceiling` = gnet server with dflockd framing and fixed replies (%d loop), the upper bound; `baseline` = dflockd's architecture (goroutine per connection, one mutex).", s.ngLoops, s.ngMaxLocks, s.ngLoops))
