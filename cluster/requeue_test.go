@@ -41,17 +41,7 @@ func v3Log(t *testing.T) (promote, first []byte) {
 // ref is kept: b's close leaves an orphan).
 func TestRestoreV3ParkedIntoEngineQueues(t *testing.T) {
 	const a, b = 1<<32 | 1, 1<<32 | 2
-	old, err := os.ReadFile("testdata/snapshot-v3-parked.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(old, []byte(snapMagicV3)) {
-		t.Fatalf("testdata is not a V3 snapshot: %q", old[:8])
-	}
-	promote, first := v3Log(t)
-	liveOut := &textOutput{}
-	live := NewFSM(engine.Config{Shards: 4}, liveOut)
-	replay(live, [][]byte{promote, first}, 1)
+	old, live, liveOut := v3Fixture(t, "snapshot-v3-parked.bin", v3Log)
 	if n := live.eng.Queued(live.conns[b]); n != 5 {
 		t.Fatalf("the live replica queued %d of b's requests; want 5", n)
 	}
@@ -131,17 +121,7 @@ func v3OrphanLog(t *testing.T) (promote, first []byte) {
 // replica that ran the log.
 func TestRestoreV3OrphanHoldsNothingBack(t *testing.T) {
 	const a, d = 1<<32 | 1, 1<<32 | 4
-	old, err := os.ReadFile("testdata/snapshot-v3-orphan.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(old, []byte(snapMagicV3)) {
-		t.Fatalf("testdata is not a V3 snapshot: %q", old[:8])
-	}
-	promote, first := v3OrphanLog(t)
-	liveOut := &textOutput{}
-	live := NewFSM(engine.Config{Shards: 4}, liveOut)
-	replay(live, [][]byte{promote, first}, 1)
+	old, live, liveOut := v3Fixture(t, "snapshot-v3-orphan.bin", v3OrphanLog)
 	grantA := strings.Fields(liveOut.lines[0])
 	if grantA[0] != "1" || len(grantA[3]) != 32 {
 		t.Fatalf("first entry delivered %q", liveOut.lines)
@@ -177,4 +157,22 @@ func TestRestoreV3OrphanHoldsNothingBack(t *testing.T) {
 	if g.Digest() != live.Digest() {
 		t.Fatal("replicas differ at the end")
 	}
+}
+
+// v3Fixture reads the V3 snapshot testdata/name and runs a live replica
+// over the two entries of log (the log the snapshot was taken after).
+func v3Fixture(t *testing.T, name string, log func(*testing.T) (promote, first []byte)) (old []byte, live *FSM, liveOut *textOutput) {
+	t.Helper()
+	old, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(old, []byte(snapMagicV3)) {
+		t.Fatalf("testdata/%s is not a V3 snapshot: %q", name, old[:8])
+	}
+	promote, first := log(t)
+	liveOut = &textOutput{}
+	live = NewFSM(engine.Config{Shards: 4}, liveOut)
+	replay(live, [][]byte{promote, first}, 1)
+	return old, live, liveOut
 }

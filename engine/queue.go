@@ -33,34 +33,8 @@ func (e *Engine) queued(s *session, fx *Effects) bool {
 // that it did once it does not. Only a dflockd request's wait counts
 // (untagged): a foreign session's tagged acquires wait side by side.
 func (e *Engine) stillWaits(s *session, fx *Effects) bool {
-	for _, c := range s.claims {
-		if !c.live() {
-			continue
-		}
-		sl := c.sl
-		sh := &e.shards[sl.shard]
-		sh.lock(fx)
-		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == 0
-		sh.unlock()
-		if found {
-			return true
-		}
-	}
-	if w := s.pop; w != nil {
-		w.sh.lock(fx)
-		found := !w.done
-		w.sh.unlock()
-		if found {
-			return true
-		}
-	}
-	if w := s.bar; w != nil {
-		w.sh.lock(fx)
-		found := !w.done
-		w.sh.unlock()
-		if found {
-			return true
-		}
+	if e.findWait(s, 0, false, 0, fx) {
+		return true
 	}
 	s.waits = false
 	return false

@@ -291,6 +291,16 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 // with the given tag (0 for the untagged one), or, with tag 0, its
 // blocking pop or barrier wait.
 func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effects) Result {
+	if e.findWait(s, tag, true, now, fx) {
+		return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
+	}
+	return Result{Status: vocab.StatusOK, Kind: KindInt}
+}
+
+// findWait reports whether s waits with the given tag: a blocked waiter,
+// or, with tag 0, a blocking pop or a barrier wait. With withdraw it also
+// withdraws that wait (cancel), under the lock it found it under.
+func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.Instant, fx *Effects) bool {
 	for _, c := range s.claims {
 		if !c.live() {
 			continue
@@ -299,41 +309,42 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 		sh := &e.shards[sl.shard]
 		sh.lock(fx)
 		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == tag
-		if found {
+		if found && withdraw {
 			sh.noteLocked(EventCancel, sl, now)
 			sh.dropWaiterLocked(sl, now)
 		}
 		sh.unlock()
 		if found {
-			return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
+			return true
 		}
 	}
-	if tag == 0 {
-		if w := s.pop; w != nil {
-			w.sh.lock(fx)
-			found := !w.done
-			if found {
-				w.sh.endPopLocked(w)
-				w.sh.dropEmptyListLocked(w.l)
-			}
-			w.sh.unlock()
-			if found {
-				return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
-			}
+	if tag != 0 {
+		return false
+	}
+	if w := s.pop; w != nil {
+		w.sh.lock(fx)
+		found := !w.done
+		if found && withdraw {
+			w.sh.endPopLocked(w)
+			w.sh.dropEmptyListLocked(w.l)
 		}
-		if w := s.bar; w != nil {
-			w.sh.lock(fx)
-			found := !w.done
-			if found {
-				w.sh.leaveBarrierLocked(w)
-			}
-			w.sh.unlock()
-			if found {
-				return Result{Status: vocab.StatusOK, Kind: KindInt, Int: 1}
-			}
+		w.sh.unlock()
+		if found {
+			return true
 		}
 	}
-	return Result{Status: vocab.StatusOK, Kind: KindInt}
+	if w := s.bar; w != nil {
+		w.sh.lock(fx)
+		found := !w.done
+		if found && withdraw {
+			w.sh.leaveBarrierLocked(w)
+		}
+		w.sh.unlock()
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // dropClaimLocked ends one of a closing session's claims.
