@@ -50,11 +50,7 @@ func TestRestoreV3ParkedIntoEngineQueues(t *testing.T) {
 		t.Fatalf("first entry delivered %q", liveOut.lines)
 	}
 
-	gOut := &textOutput{}
-	g := NewFSM(engine.Config{Shards: 2}, gOut)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(old))); err != nil {
-		t.Fatal(err)
-	}
+	g, gOut := restoredFrom(t, old)
 	if n := g.eng.Queued(g.conns[b]); n != 5 {
 		t.Fatalf("the restored replica queued %d of b's requests; want 5", n)
 	}
@@ -126,11 +122,7 @@ func TestRestoreV3OrphanHoldsNothingBack(t *testing.T) {
 	if grantA[0] != "1" || len(grantA[3]) != 32 {
 		t.Fatalf("first entry delivered %q", liveOut.lines)
 	}
-	gOut := &textOutput{}
-	g := NewFSM(engine.Config{Shards: 2}, gOut)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(old))); err != nil {
-		t.Fatal(err)
-	}
+	g, gOut := restoredFrom(t, old)
 	if g.Orphans() != 1 || g.Digest() != live.Digest() {
 		t.Fatalf("restored replica: %d orphans, or its digest differs", g.Orphans())
 	}
@@ -175,4 +167,15 @@ func v3Fixture(t *testing.T, name string, log func(*testing.T) (promote, first [
 	live = NewFSM(engine.Config{Shards: 4}, liveOut)
 	replay(live, [][]byte{promote, first}, 1)
 	return old, live, liveOut
+}
+
+// restoredFrom is a replica restored from the snapshot old.
+func restoredFrom(t *testing.T, old []byte) (*FSM, *textOutput) {
+	t.Helper()
+	out := &textOutput{}
+	g := NewFSM(engine.Config{Shards: 2}, out)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(old))); err != nil {
+		t.Fatal(err)
+	}
+	return g, out
 }
