@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
@@ -34,7 +35,7 @@ type httpProc struct {
 	cmd  *exec.Cmd
 	addr string // the line protocol's
 	base string // "http://127.0.0.1:port" (https with TLS)
-	log  *syncBuffer
+	log  *testserver.Output
 	hc   *http.Client
 }
 
@@ -49,7 +50,7 @@ func startHTTPProc(t *testing.T, flags ...string) *httpProc {
 // (exec.Command, or one that wraps it in a shell).
 func startHTTPProcVia(t *testing.T, command func(string, ...string) *exec.Cmd, bin string, flags ...string) *httpProc {
 	t.Helper()
-	p := &httpProc{addr: freeAddr(t), log: new(syncBuffer), hc: &http.Client{Timeout: 10 * time.Second}}
+	p := &httpProc{addr: freeAddr(t), log: new(testserver.Output), hc: &http.Client{Timeout: 10 * time.Second}}
 	_, port, _ := net.SplitHostPort(p.addr)
 	httpAddr := freeAddr(t)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -23,26 +24,14 @@ func TestClusterMemberObservability(t *testing.T) {
 	client, raftAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(client)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
-	log := new(syncBuffer)
 	cmd := exec.Command(binary(t), "--host", "127.0.0.1", "--port", port, "--http-port", httpPort,
 		"--raft-dir", filepath.Join(t.TempDir(), "n1"), "--node-id", "n1", "--raft-addr", raftAddr,
 		"--cluster-peers", "n1="+raftAddr+"@"+client, "--cluster-bootstrap",
 		"--raft-auth-token", strings.Repeat("k", 40), "--shutdown-timeout", "1",
 		"--auth-token", clientToken, "--metrics-token", scrapeToken, "--http-access-log",
 		"--log-format", "json", "--debug")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("server log:\n%s", log.String())
-		}
-	})
+	proc := testserver.Spawn(t, cmd)
+	log := proc.Out
 	waitFor(t, "the member to say listening", func() bool { return strings.Contains(log.String(), `"msg":"listening"`) })
 
 	hc := &http.Client{Timeout: 10 * time.Second}
@@ -82,9 +71,8 @@ func TestClusterMemberObservability(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
-		if err != nil {
+	case <-proc.Done():
+		if err := proc.Err(); err != nil {
 			t.Fatalf("exit after SIGTERM: %v", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // Tests of the built binary as a process: what only a separate process can
@@ -82,7 +84,7 @@ func (b *build) get(t *testing.T, flags ...string) string {
 type serverProc struct {
 	cmd  *exec.Cmd
 	addr string
-	log  syncBuffer
+	log  testserver.Output
 }
 
 // startProc runs the binary on a free loopback port with extra flags.

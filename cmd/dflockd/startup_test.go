@@ -3,14 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/dflockd-ng/dflockd/internal/testport"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/internal/testport"
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // A port in use and a host that is no address of this machine are refused
@@ -58,7 +59,7 @@ func TestStartupWarningsAndJSONLog(t *testing.T) {
 		t.Helper()
 		port := strconv.Itoa(testport.Port(t))
 		cmd := exec.Command(bin, append([]string{"--port", port, "--log-format", "json"}, args...)...)
-		var log syncBuffer
+		var log testserver.Output
 		cmd.Stderr = &log
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -111,22 +112,4 @@ func TestStartupWarningsAndJSONLog(t *testing.T) {
 			t.Errorf("warning on loopback: %v", m)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

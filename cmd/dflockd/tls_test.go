@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/internal/testport"
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
@@ -30,7 +31,7 @@ import (
 type tlsProc struct {
 	cmd               *exec.Cmd
 	addr              string
-	log               *syncBuffer
+	log               *testserver.Output
 	ca                *certtest.CA
 	certFile, keyFile string
 }
@@ -39,7 +40,7 @@ type tlsProc struct {
 // 127.0.0.1 and extra flags, and waits for it to say listening.
 func startTLSProc(t *testing.T, flags ...string) *tlsProc {
 	t.Helper()
-	p := &tlsProc{log: new(syncBuffer), ca: certtest.NewCA(t, "dflockd test CA")}
+	p := &tlsProc{log: new(testserver.Output), ca: certtest.NewCA(t, "dflockd test CA")}
 	p.certFile, p.keyFile = p.ca.Leaf(t, "first").Write(t, t.TempDir())
 	p.addr = freeAddr(t)
 	_, port, _ := net.SplitHostPort(p.addr)

@@ -3,6 +3,7 @@ package testserver
 import (
 	"bufio"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -113,4 +114,40 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
+}
+
+// Process is a command started by Spawn.
+type Process struct {
+	Out  *Output // its stdout and stderr
+	done chan struct{}
+	err  error
+}
+
+// Done is closed once the process has exited; Err is then its exit.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit (cmd.Wait's error), once Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Spawn starts cmd with its output going to the process's Out, and kills
+// it when t ends, logging that output if t failed.
+func Spawn(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	p := &Process{Out: new(Output), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.Out, p.Out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("server log:\n%s", p.Out.String())
+		}
+	})
+	return p
 }

@@ -2,7 +2,6 @@ package uitest
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -55,29 +54,11 @@ func binary(t *testing.T) string {
 	return built.path
 }
 
-// syncBuffer is the server's log, written by the process, read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // server is a running dflockd.
 type server struct {
 	addr string // the line protocol's
 	url  string // the HTTP listener's, http(s)://host:port
-	log  *syncBuffer
+	log  *testserver.Output
 	tls  *tls.Config // a client's, when the server serves TLS
 }
 
@@ -95,7 +76,7 @@ func startServerTLS(t *testing.T, cert *testserver.Cert, flags ...string) *serve
 	addr, httpAddr := freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
-	s := &server{addr: addr, url: "http://" + httpAddr, log: new(syncBuffer)}
+	s := &server{addr: addr, url: "http://" + httpAddr}
 	if cert != nil {
 		dir := t.TempDir()
 		certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -111,20 +92,8 @@ func startServerTLS(t *testing.T, cert *testserver.Cert, flags ...string) *serve
 	}
 	args := append([]string{"--host", "127.0.0.1", "--port", port, "--http-port", httpPort,
 		"--observatory-events", "4096", "--shutdown-timeout", "1"}, flags...)
-	cmd := exec.Command(binary(t), args...)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("server log:\n%s", s.log.String())
-		}
-	})
+	proc := testserver.Spawn(t, exec.Command(binary(t), args...))
+	s.log = proc.Out
 	// Ready once it says it listens and /ui answers: another process may
 	// have taken a port since it was free, and would answer instead.
 	hc := s.httpClient(2 * time.Second)
@@ -140,8 +109,8 @@ func startServerTLS(t *testing.T, cert *testserver.Cert, flags ...string) *serve
 			}
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("server exited (%v):\n%s", err, s.log.String())
+		case <-proc.Done():
+			t.Fatalf("server exited (%v):\n%s", proc.Err(), s.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
