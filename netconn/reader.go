@@ -81,6 +81,11 @@ func (c *conn) readOnce() {
 		if !c.closing && c.sess.PeerClosed() {
 			return // the session closes once its replies are written
 		}
+		// The session's disconnect cleanup first, then the socket's
+		// close, as the gnet loops order them: a client that saw the
+		// close finds what it held released (on a cluster member, the
+		// close is in the log before any request sent after it).
+		c.sess.Closed()
 		c.Close()
 	}
 }
