@@ -56,7 +56,9 @@ func TestTopThroughPTY(t *testing.T) {
 	}()
 	var mu sync.Mutex
 	var screen strings.Builder
+	drained := make(chan struct{}) // closed once the pty has nothing more (top exited)
 	go func() {
+		defer close(drained)
 		b := make([]byte, 4096)
 		for {
 			n, err := tty.Read(b)
@@ -90,6 +92,13 @@ func TestTopThroughPTY(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("top still running 20 s after q")
+	}
+	// What top wrote last may still be in the pty when it exits: read
+	// it all (the pty ends once its last writer is gone).
+	select {
+	case <-drained:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pty still open 20 s after top exited")
 	}
 	if !seen("\x1b[?1049l") {
 		t.Error("top did not restore the screen")
