@@ -283,7 +283,14 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	}
 	s.claims = nil
 	s.enq = [numNamespaces]map[string]claim{}
-	s.queue = nil // what it sent behind its wait never runs
+	// What it sent behind its wait never runs. Only a queue that exists
+	// is dropped: on a single node, where loops apply side by side and no
+	// session ever queues, a release on another loop may be reading this
+	// session's (empty) queue as it grants the wait being closed here
+	// (resumeQueues), and must not meet a write.
+	if s.queue != nil {
+		s.queue = nil
+	}
 	e.sessions.close(s)
 }
 

@@ -36,7 +36,7 @@ func (cs *conn) Write(b []byte) {
 		cs.lp.hold(cs, b)
 		return
 	}
-	_, _ = cs.c.Write(b)
+	cs.send(b)
 }
 
 func (cs *conn) Unsent() int { return cs.c.OutboundBuffered() }

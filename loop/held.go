@@ -63,7 +63,7 @@ func (cs *conn) writeHeld() {
 		return
 	}
 	if !cs.closed {
-		_, _ = cs.c.Write(cs.held.B)
+		cs.send(cs.held.B)
 	}
 	cs.held.B = cs.held.B[:0]
 }

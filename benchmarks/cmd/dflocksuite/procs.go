@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -144,26 +145,43 @@ func probeLine(addr string) error {
 	return probe(addr, "ping\n_\n_\n", "ok\n")
 }
 
+// probeStats sends stats, which every dflockd release answers with "ok"
+// and its figures (ping came later: dflockd v1.10.0 answers it "error"),
+// for the --target servers.
+func probeStats(addr string) error {
+	return probePrefix(addr, "stats\n_\n_\n", "ok ")
+}
+
 func probeRedis(addr string) error { return probe(addr, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n") }
 
 func probe(addr, req, want string) error {
+	got, err := probeReply(addr, req)
+	if err == nil && got != want {
+		err = fmt.Errorf("probe answered %q, want %q", got, want)
+	}
+	return err
+}
+
+func probePrefix(addr, req, prefix string) error {
+	got, err := probeReply(addr, req)
+	if err == nil && !strings.HasPrefix(got, prefix) {
+		err = fmt.Errorf("probe answered %q, want %q…", got, prefix)
+	}
+	return err
+}
+
+// probeReply sends req and returns the first line of the answer.
+func probeReply(addr, req string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := io.WriteString(c, req); err != nil {
-		return err
+		return "", err
 	}
-	got, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return fmt.Errorf("probe answered %q, want %q", got, want)
-	}
-	return nil
+	return bufio.NewReader(c).ReadString('\n')
 }
 
 // pinThreads pins every thread of a running process (for servers the
