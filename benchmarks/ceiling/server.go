@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/internal/gnetwrite"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -138,7 +139,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 		_, _ = c.Discard(consumed)
 	}
 	if len(out) > 0 {
-		_, _ = c.Write(out) // copies what the socket does not take at once
+		gnetwrite.Write(c, out) // as dflockd-ng writes; gnet copies what the socket does not take
 	}
 	st.out = out
 	return action
