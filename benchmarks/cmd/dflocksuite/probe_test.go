@@ -51,10 +51,44 @@ func oldDflockd(t *testing.T) string {
 // ping: the suite must accept it (the hot-key row compares against it).
 func TestTargetProbeAcceptsDflockdWithoutPing(t *testing.T) {
 	addr := oldDflockd(t)
-	if err := probeStats(addr); err != nil {
+	if err := probeTarget(addr); err != nil {
 		t.Fatalf("probe of a server that answers stats: %v", err)
 	}
 	if err := probeLine(addr); err == nil {
 		t.Fatal("ping probe accepted an \"error\" answer")
+	}
+}
+
+// A server that answers neither ping nor stats is refused.
+func TestTargetProbeWantsPingOrStats(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					for range 3 {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+					}
+					if _, err := io.WriteString(c, "error\n"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	if err := probeTarget(ln.Addr().String()); err == nil {
+		t.Fatal("a server answering error to ping and stats was accepted")
 	}
 }

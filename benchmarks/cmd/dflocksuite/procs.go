@@ -145,11 +145,19 @@ func probeLine(addr string) error {
 	return probe(addr, "ping\n_\n_\n", "ok\n")
 }
 
-// probeStats sends stats, which every dflockd release answers with "ok"
-// and its figures (ping came later: dflockd v1.10.0 answers it "error"),
-// for the --target servers.
-func probeStats(addr string) error {
-	return probePrefix(addr, "stats\n_\n_\n", "ok ")
+// probeTarget accepts a --target server that answers ping (dflockd-ng,
+// the ceiling) or, failing that, stats: dflockd v1.10.0 predates ping and
+// answers it "error", while every dflockd release answers stats "ok" and
+// its figures.
+func probeTarget(addr string) error {
+	errPing := probeLine(addr)
+	if errPing == nil {
+		return nil
+	}
+	if err := probePrefix(addr, "stats\n_\n_\n", "ok "); err != nil {
+		return fmt.Errorf("ping: %v; stats: %w", errPing, err)
+	}
+	return nil
 }
 
 func probeRedis(addr string) error { return probe(addr, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n") }

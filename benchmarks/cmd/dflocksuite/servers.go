@@ -60,7 +60,7 @@ func (s *runner) startTargets(ctx context.Context) error {
 		}
 	}
 	for _, e := range s.extra {
-		if err := probeStats(e.addr); err != nil {
+		if err := probeTarget(e.addr); err != nil {
 			return fmt.Errorf("target %s (%s): %w", e.name, e.addr, err)
 		}
 		s.targets = append(s.targets, &target{name: e.name, addr: e.addr, kind: "line", pid: e.pid, hot: true})
