@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/cpu"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
@@ -91,12 +92,30 @@ type Engine struct {
 	subs     *Sublist // pub/sub subscriptions
 	watches  *Sublist // key watches
 	sessions sessionTable
-	keys     atomic.Int64 // live lock + semaphore resources, for MaxLocks
-	rfKeys   atomic.Int64 // live counters, KV entries, lists, barriers, for MaxKeys
-	fence    atomic.Uint64
 	k0, k1   uint64      // TokenKey
 	draining atomic.Bool // after a drain: no request may start waiting
 	adv      advancer
+	// The counters every grant (fence) or new and dropped resource
+	// (keys, rfKeys) writes, from any loop. Each has a cache line of its
+	// own: beside the fields every request reads (shards, mask, cfg,
+	// k0/k1), each write would make every other core reload those too.
+	// With two loops on shared shards that cost a tenth of their time.
+	keys   lonelyInt64  // live lock + semaphore resources, for MaxLocks
+	rfKeys lonelyInt64  // live counters, KV entries, lists, barriers, for MaxKeys
+	fence  lonelyUint64 // the last fence issued
+}
+
+// lonelyInt64 and lonelyUint64 are atomics alone on their cache line.
+type lonelyInt64 struct {
+	_ cpu.CacheLinePad
+	atomic.Int64
+	_ cpu.CacheLinePad
+}
+
+type lonelyUint64 struct {
+	_ cpu.CacheLinePad
+	atomic.Uint64
+	_ cpu.CacheLinePad
 }
 
 // New builds an engine.
