@@ -77,10 +77,9 @@ type fakeCluster struct {
 func startFakeCluster(t *testing.T, n int) *fakeCluster {
 	fc := &fakeCluster{holds: map[string]string{}, fence: 0x18eae0b1eadb0000}
 	for i := range n {
-		ln, err := net.Listen("tcp", testport.Addr(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// A port below the ephemeral range, bound at once: a client that
+		// redials a killed member must not be handed its port as its own.
+		ln := testport.Listen(t)
 		k := &killable{Listener: ln}
 		m := &fakeMember{ln: k, addr: ln.Addr().String()}
 		m.fake = testserver.StartFake(t, k, func(cmd, key, arg string) string { return fc.reply(i, cmd, key, arg) })

@@ -43,6 +43,31 @@ func Port(t testing.TB) int {
 // Free is Port for callers without a testing.TB (a benchmark's child
 // processes).
 func Free() (int, error) {
+	l, err := listenBelow()
+	if err != nil {
+		return 0, err
+	}
+	p := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return p, nil
+}
+
+// Listen returns a loopback listener on such a port, for a server in the
+// test's own process. It stays bound: between a port picked by Port and
+// its Listen, another test process can take it ("address already in
+// use"); here nothing comes between. The caller closes it.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	l, err := listenBelow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// listenBelow binds a loopback port below the ephemeral range that this
+// process has not handed out before.
+func listenBelow() (net.Listener, error) {
 	ceil := ephemeralLow()
 	for range 1000 {
 		p := floor + rand.IntN(ceil-floor)
@@ -57,10 +82,9 @@ func Free() (int, error) {
 		if err != nil {
 			continue // in use
 		}
-		l.Close()
-		return p, nil
+		return l, nil
 	}
-	return 0, fmt.Errorf("testport: no free port in %d..%d after 1000 tries", floor, ceil-1)
+	return nil, fmt.Errorf("testport: no free port in %d..%d after 1000 tries", floor, ceil-1)
 }
 
 // Addr returns "127.0.0.1:<Port(t)>".

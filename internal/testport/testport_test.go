@@ -25,3 +25,17 @@ func TestPortsBelowTheEphemeralRangeAndDistinct(t *testing.T) {
 	}
 	l.Close()
 }
+
+// Listen binds such a port and keeps it: a second bind of it fails.
+func TestListenKeepsThePort(t *testing.T) {
+	l := Listen(t)
+	defer l.Close()
+	p := l.Addr().(*net.TCPAddr).Port
+	if p < floor || p >= ephemeralLow() {
+		t.Fatalf("port %d outside %d..%d", p, floor, ephemeralLow()-1)
+	}
+	if l2, err := net.Listen("tcp", l.Addr().String()); err == nil {
+		l2.Close()
+		t.Fatalf("port %d could be bound again while Listen held it", p)
+	}
+}
