@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"net"
 
 	"github.com/panjf2000/gnet/v2"
@@ -29,6 +30,13 @@ type conn struct {
 	// held is output written while its loop applies deliveries, sent
 	// when they are applied (held.go); nil when none.
 	held *bytebufferpool.ByteBuffer
+	// halfOpen: the session may be owed answers when its peer's input
+	// ends (a cluster member's), and is kept to write them (afterlife.go).
+	halfOpen bool
+	// after is set once gnet has closed the connection on its peer's EOF
+	// while answers were owed: c is gone, and they go to after.
+	after  *afterlife
+	ending bool // the afterlife is closing
 }
 
 func (cs *conn) Write(b []byte) {
@@ -39,16 +47,39 @@ func (cs *conn) Write(b []byte) {
 	cs.send(b)
 }
 
-func (cs *conn) Unsent() int { return cs.c.OutboundBuffered() }
+func (cs *conn) Unsent() int {
+	if cs.after != nil {
+		return cs.after.unsent()
+	}
+	return cs.c.OutboundBuffered()
+}
 
 // Close closes the connection after what it has written, held output
 // included.
 func (cs *conn) Close() {
 	cs.writeHeld()
+	if cs.after != nil {
+		if !cs.ending {
+			// The cleanup runs as a task of its own, as gnet's OnClose
+			// would, not inside the session call that closes.
+			cs.ending = true
+			cs.after.close()
+			_ = cs.lp.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				cs.lp.srv.closed(cs)
+				return nil
+			}))
+		}
+		return
+	}
 	_ = cs.c.Close()
 }
 
-func (cs *conn) Wake() { _ = cs.c.Wake(nil) }
+// Wake: a connection in its afterlife has nothing more to read.
+func (cs *conn) Wake() {
+	if cs.after == nil {
+		_ = cs.c.Wake(nil)
+	}
+}
 
 // Yield: pushes for this loop's connections are piling up in its inbox.
 func (cs *conn) Yield() bool { return cs.lp.pushBytes.Load() >= session.PushBudget }
@@ -56,6 +87,9 @@ func (cs *conn) Yield() bool { return cs.lp.pushBytes.Load() >= session.PushBudg
 // PauseRead stops reading the socket, and watches it for the peer's going
 // meanwhile (peerwatch_linux.go).
 func (cs *conn) PauseRead() bool {
+	if cs.after != nil {
+		return true // nothing is read any more
+	}
 	if !cs.lp.pauser.pause(cs.c.Fd(), cs.c.OutboundBuffered() > 0) {
 		return false
 	}
@@ -64,15 +98,25 @@ func (cs *conn) PauseRead() bool {
 }
 
 func (cs *conn) ResumeRead() {
+	if cs.after != nil {
+		return
+	}
 	cs.lp.srv.watch.remove(cs)
 	cs.lp.pauser.resume(cs.c.Fd(), cs.c.OutboundBuffered() > 0)
 }
 
-// HalfOpen: gnet closes a connection on EOF; a half-close seen while
-// reading is paused comes through the loop's peer watch (peerwatch.go).
-func (cs *conn) HalfOpen() bool { return false }
+// HalfOpen: gnet closes a connection on EOF, but a session that may be
+// owed answers then keeps writing them (afterlife.go); a single node's
+// is not, and a half-close seen while its reading is paused comes
+// through the loop's peer watch (peerwatch.go).
+func (cs *conn) HalfOpen() bool { return cs.halfOpen }
 
-func (cs *conn) RemoteAddr() net.Addr { return cs.c.RemoteAddr() }
+func (cs *conn) RemoteAddr() net.Addr {
+	if cs.after != nil {
+		return cs.after.remote
+	}
+	return cs.c.RemoteAddr()
+}
 
 func (cs *conn) SetTimer(at timerwheel.Tick) { cs.lp.rt.arm(cs, at) }
 
@@ -92,6 +136,11 @@ func (cs *conn) traffic() gnet.Action {
 	}
 	if closeConn {
 		return gnet.Close
+	}
+	if cs.halfOpen && cs.c.OutboundBuffered() > 0 {
+		// gnet drops the output it holds when it closes: an EOF read now
+		// would lose it, and the answers behind it (afterlife.go).
+		cs.sess.HoldInput()
 	}
 	return gnet.None
 }

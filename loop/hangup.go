@@ -37,6 +37,18 @@ func (o *openConns) remove(cs *conn) {
 	o.mu.Unlock()
 }
 
+// abortAfterlives closes the sockets still written in an afterlife
+// (afterlife.go), once the loops have stopped.
+func (o *openConns) abortAfterlives() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for cs := range o.m {
+		if cs.after != nil {
+			cs.after.abort()
+		}
+	}
+}
+
 // Hangup closes the open connections that match approves (nil: every
 // one), each once the results already posted to it are delivered and its
 // queued output is sent, as if its session had closed it: a cluster

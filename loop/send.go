@@ -6,6 +6,10 @@ import "github.com/dflockd-ng/dflockd/internal/gnetwrite"
 // when nothing is queued). Once the connection is closed, its descriptor
 // may be another connection's: only gnet's Write, which knows, may see it.
 func (cs *conn) send(b []byte) {
+	if cs.after != nil {
+		cs.after.write(b) // dropped once closed
+		return
+	}
 	if cs.closed {
 		_, _ = cs.c.Write(b)
 		return

@@ -181,6 +181,7 @@ func (s *Server) Serve() error {
 	)
 	s.stopAccepting()
 	s.ln.wg.Wait()
+	s.open.abortAfterlives() // the loops that would close them are gone
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -274,29 +275,64 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	c.SetContext(cs)
 	s.open.add(cs)
 	cs.sess = s.hub.Open(cs, acc.proto)
+	cs.halfOpen = s.hub.Pipelined()
 	return nil, gnet.None
 }
 
 // OnClose runs disconnect cleanup (spec §D.4).
-func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	cs, ok := c.Context().(*conn)
 	if !ok || cs == nil {
 		return gnet.None
 	}
 	c.SetContext(nil)
+	if cs.halfOpen && endsInput(err) && c.OutboundBuffered() == 0 && s.afterlife(cs, c) {
+		return gnet.None // closed once its answers are written
+	}
 	cs.closed = true
 	cs.writeHeld() // drops it: nothing is written once closed
-	s.open.remove(cs)
 	s.watch.closed(cs)
+	s.closed(cs)
+	return gnet.None
+}
+
+// afterlife keeps writing to a connection whose peer's input ended while
+// its session is owed answers (afterlife.go), and reports whether it
+// does. In OnClose, before gnet closes the socket.
+func (s *Server) afterlife(cs *conn, c gnet.Conn) bool {
+	if cs.sess.Owed() == 0 {
+		return false
+	}
+	a, ok := startAfterlife(c, s.cfg.WriteTimeout)
+	if !ok {
+		return false
+	}
+	// The peer watch, if the connection was paused, watches the socket,
+	// which the duplicate keeps open: it forgets it while it can still
+	// name it.
+	s.watch.remove(cs)
+	cs.after = a
+	cs.writeHeld() // now into the afterlife
+	if !cs.sess.PeerClosed() {
+		// Owed nothing after all, or closing already: as without.
+		cs.Close()
+	}
+	return true
+}
+
+// closed runs a connection's disconnect cleanup once nothing more is
+// written to it. On its loop.
+func (s *Server) closed(cs *conn) {
+	cs.closed = true
+	s.open.remove(cs)
 	cs.lp.rt.stop(cs)
 	cs.sess.Closed()
 	cs.lp.scratch.Trim()
 	s.conns.Add(-1)
-	s.cfg.Limiter.Release(c.RemoteAddr())
+	s.cfg.Limiter.Release(cs.RemoteAddr())
 	if cs.wrapped {
 		_ = cs.raw.Close() // what the wrapper's Close adds (its socket is closed)
 	}
-	return gnet.None
 }
 
 // OnTraffic is the request path; see conn.traffic.

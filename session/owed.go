@@ -144,3 +144,19 @@ func (s *Session) PeerClosed() bool {
 	s.hub.app.close(s.id, s.hub.clock.Now(), &s.t.Scratch().Fx)
 	return true
 }
+
+// Owed is the number of answers the session is owed. On its transport's
+// goroutine.
+func (s *Session) Owed() int { return s.owed }
+
+// HoldInput is called by a transport that reads on while answers are owed
+// (HalfOpen) but, reading its peer's EOF, keeps only what it has not yet
+// handed to its own output buffer (loop's afterlife): while output waits
+// there, reading stops until nothing is owed (deliverOwed resumes it),
+// and a half-close meanwhile comes through PeerClosed, as for any paused
+// transport.
+func (s *Session) HoldInput() {
+	if s.owed > 0 && !s.readOff && !s.closed && !s.peerGone {
+		s.pauseWhileBlocked()
+	}
+}
