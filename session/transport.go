@@ -35,10 +35,12 @@ type Transport interface {
 	ResumeRead()
 	// HalfOpen reports whether the transport, reading its peer's EOF,
 	// asks PeerClosed before closing, and so may keep the connection
-	// open to write what the session is owed. One that closes at once
-	// (gnet's loops) reports instead a half-close it sees while reading
-	// is paused (PauseRead) through PeerClosed: a session owed answers
-	// it must still write then stops reading until they are written.
+	// open to write what the session is owed (netconn; gnet's loops on
+	// a cluster member, which write it to a duplicate of the socket). One
+	// that closes at once (gnet's loops on a single node) reports instead
+	// a half-close it sees while reading is paused (PauseRead) through
+	// PeerClosed: a session owed answers it must still write then stops
+	// reading until they are written.
 	HalfOpen() bool
 	// RemoteAddr is the peer's address (per-address auth throttling).
 	RemoteAddr() net.Addr
