@@ -33,6 +33,7 @@ func (p *proposer) run() {
 	inflight := make(chan proposal, n.cfg.Inflight)
 	observe := n.cfg.Observer.Apply
 	var pending atomic.Int32
+	var commit atomic.Int64 // the last entry's propose-to-apply time, ns
 	freed := make(chan struct{}, 1)
 	failed := make(chan struct{})
 	go func() {
@@ -45,8 +46,12 @@ func (p *proposer) run() {
 				default:
 					close(failed)
 				}
-			} else if observe != nil {
-				observe(time.Since(b.at))
+			} else {
+				took := time.Since(b.at)
+				commit.Store(int64(took))
+				if observe != nil {
+					observe(took)
+				}
 			}
 			pending.Add(-1)
 			select {
@@ -68,6 +73,7 @@ func (p *proposer) run() {
 	// spare is the queue storage of the last batch, handed back to the
 	// queue for the next one: a batch's ops are copied into its entry.
 	var spare []byte
+	var g gatherer
 	for {
 		now := n.cfg.Clock.Now()
 		n.mu.Lock()
@@ -77,6 +83,13 @@ func (p *proposer) run() {
 		// writes few large entries rather than many small ones.
 		if nops < n.cfg.BatchMax && int(pending.Load()) >= n.cfg.Inflight {
 			nops = 0
+		}
+		var holdUntil time.Time
+		if nops > 0 && nops < n.cfg.BatchMax {
+			var hold bool
+			if hold, holdUntil = g.hold(nops, time.Now(), time.Duration(commit.Load())); hold {
+				nops = 0 // more are on their way (gather.go)
+			}
 		}
 		var ops []byte
 		if nops > 0 {
@@ -92,6 +105,7 @@ func (p *proposer) run() {
 		gc := now-lastGC >= timerwheel.Instant(n.cfg.GCInterval)
 		timeDue := due > proposed && stamp >= due
 		if nops > 0 || gc || timeDue {
+			g.proposed(nops)
 			if gc {
 				ops = appendOp(ops, &Op{Kind: OpGC})
 				nops++
@@ -108,12 +122,8 @@ func (p *proposer) run() {
 			}
 			proposed = stamp
 			pending.Add(1)
-			var at time.Time
-			if observe != nil {
-				at = time.Now()
-			}
 			select {
-			case inflight <- proposal{n.raft.Apply(data, 0), at}:
+			case inflight <- proposal{n.raft.Apply(data, 0), time.Now()}:
 			case <-p.stop:
 				return
 			}
@@ -123,6 +133,9 @@ func (p *proposer) run() {
 		if due > proposed {
 			wait = min(wait, time.Duration(localDue-now))
 		} // else: woken by the apply of the batch that covers it (kick)
+		if !holdUntil.IsZero() {
+			wait = min(wait, time.Until(holdUntil))
+		}
 		timer.Reset(max(wait, 0))
 		select {
 		case <-p.wake:
@@ -144,8 +157,7 @@ func (p *proposer) run() {
 	}
 }
 
-// proposal is a batch on its way: its future, and when it was proposed
-// (zero when no Observer.Apply wants the time).
+// proposal is a batch on its way: its future, and when it was proposed.
 type proposal struct {
 	f  raft.ApplyFuture
 	at time.Time
