@@ -85,6 +85,7 @@ type FSM struct {
 	members map[raft.ServerID]string
 
 	fx, tfx engine.Effects // apply's scratch
+	res     engine.Result  // run's scratch: the Result of the command it runs
 	ops     []Op           // the ops of the entry being applied (decodeBatch)
 	// applied, if set, is called after each batch: a leader's proposer
 	// looks at the engine's deadlines again.
@@ -279,19 +280,19 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 // the effects addressed to this node's connections (late replies, those
 // of requests that ran from a session's queue among them). The refs that
 // stable-refs handed back are kept first, on every replica.
-func (f *FSM) run(conn uint64, c *engine.Command) engine.Result {
+func (f *FSM) run(conn uint64, c *engine.Command) {
 	f.fx.Reset()
-	r := f.eng.Apply(c, &f.fx)
+	r := &f.res
+	f.eng.ApplyTo(c, &f.fx, r)
 	if r.Kind == engine.KindStableRef {
-		f.keepRef(conn, &r)
+		f.keepRef(conn, r)
 	}
 	for i := range f.fx.List {
 		if e := &f.fx.List[i]; e.Result.Kind == engine.KindStableRef {
 			f.keepRef(f.ids[e.To], &e.Result)
 		}
 	}
-	f.deliverAnswer(conn, &r, foreignKind(c.Kind))
-	return r
+	f.deliverAnswer(conn, r, foreignKind(c.Kind))
 }
 
 // deliver hands a command's reply (for connection conn) and its effects
@@ -303,15 +304,15 @@ func (f *FSM) deliver(conn uint64, rp *engine.Result) { f.deliverAnswer(conn, rp
 // them from late grants (engine.KindAnswer marks them), a tagged acquire
 // that waits included (Blocked now, its grant later).
 func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, foreign bool) {
-	r := *rp
-	if foreign {
-		r.Kind = engine.KindAnswer
-	}
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()
 	mine := f.deliverEpoch.Load()
 	if mine == 0 {
 		return // a follower answers nobody
+	}
+	r := *rp
+	if foreign {
+		r.Kind = engine.KindAnswer
 	}
 	local := uint32(0)
 	if conn>>32 == mine && conn != 0 {

@@ -190,27 +190,49 @@ func (e *Engine) rf() bool { return e.cfg.Profile == vocab.ProfileRF }
 // the queues of sessions whose waits this command ends run before Apply
 // returns, their answers appended to fx as late replies.
 func (e *Engine) Apply(c *Command, fx *Effects) Result {
-	start := len(fx.List)
-	r := e.apply(c, fx)
-	e.resumeQueues(c.At, fx, start)
+	var r Result
+	e.ApplyTo(c, fx, &r)
 	return r
 }
 
+// ApplyTo is Apply writing the caller's Result into *r, which it
+// overwrites whole. The request path keeps *r in its scratch: a 136-byte
+// Result returned by value is copied once per call it passes through
+// (issue #21).
+func (e *Engine) ApplyTo(c *Command, fx *Effects, r *Result) {
+	start := len(fx.List)
+	if c.Kind == KindRequest {
+		e.applyRequest(c, fx, r)
+	} else {
+		*r = e.apply(c, fx)
+	}
+	e.resumeQueues(c.At, fx, start)
+}
+
+// applyRequest runs a KindRequest command into *out.
+func (e *Engine) applyRequest(c *Command, fx *Effects, out *Result) {
+	s := e.sessions.get(c.Session)
+	if s == nil {
+		e.request(c, fx, out) // a session-free request (a test's counter)
+		return
+	}
+	if e.queued(s, fx) {
+		s.queue = appendQueued(s.queue, c)
+		*out = Result{Blocked: true}
+		return
+	}
+	e.request(c, fx, out)
+	if out.Blocked {
+		s.waits = true
+	}
+}
+
+// apply runs a command of any kind but KindRequest.
 func (e *Engine) apply(c *Command, fx *Effects) Result {
 	switch c.Kind {
 	case KindRequest:
-		s := e.sessions.get(c.Session)
-		if s == nil {
-			return e.request(c, fx) // a session-free request (a test's counter)
-		}
-		if e.queued(s, fx) {
-			s.queue = appendQueued(s.queue, c)
-			return Result{Blocked: true}
-		}
-		r := e.request(c, fx)
-		if r.Blocked {
-			s.waits = true
-		}
+		var r Result
+		e.applyRequest(c, fx, &r)
 		return r
 	case KindOpen:
 		return Result{Status: vocab.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
@@ -248,8 +270,8 @@ func (e *Engine) apply(c *Command, fx *Effects) Result {
 	return status(vocab.StatusOK)
 }
 
-// request runs a dflockd protocol request.
-func (e *Engine) request(c *Command, fx *Effects) Result {
+// request runs a dflockd protocol request into *out.
+func (e *Engine) request(c *Command, fx *Effects, out *Result) {
 	r, now := &c.Req, c.At
 	ns := nsLock
 	if r.Op.Semaphore() && !e.cfg.Profile.SharedLockSpace() {
@@ -265,51 +287,53 @@ func (e *Engine) request(c *Command, fx *Effects) Result {
 	case vocab.OpLock, vocab.OpSemLock, vocab.OpReadLock, vocab.OpWriteLock:
 		if c.Readopt {
 			if res, ok := e.readopt(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, now, fx); ok {
-				return res
+				*out = res
+				return
 			}
 		}
-		return e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
+		*out = e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
 	case vocab.OpRelease, vocab.OpSemRelease, vocab.OpReadRelease, vocab.OpWriteRelease:
-		return e.release(ns, r.Key, r.Token, now, fx)
+		*out = e.release(ns, r.Key, r.Token, now, fx)
 	case vocab.OpRenew, vocab.OpSemRenew, vocab.OpReadRenew, vocab.OpWriteRenew:
-		return e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease), now, fx)
+		*out = e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease), now, fx)
 	case vocab.OpEnqueue, vocab.OpSemEnqueue, vocab.OpReadEnqueue, vocab.OpWriteEnqueue:
-		return e.enqueue(e.mustSession(c.Session), ns, r.Key, m, e.leaseMs(r.Lease), now, fx)
+		*out = e.enqueue(e.mustSession(c.Session), ns, r.Key, m, e.leaseMs(r.Lease), now, fx)
 	case vocab.OpWait, vocab.OpSemWait, vocab.OpReadWait, vocab.OpWriteWait:
-		return e.wait(e.mustSession(c.Session), ns, r.Key, r.Timeout*1000, now, fx)
+		*out = e.wait(e.mustSession(c.Session), ns, r.Key, r.Timeout*1000, now, fx)
 	case vocab.OpIncr, vocab.OpDecr, vocab.OpGet, vocab.OpCSet:
-		return e.counterOp(r, now, fx)
+		*out = e.counterOp(r, now, fx)
 	case vocab.OpKSet, vocab.OpKGet, vocab.OpKDel, vocab.OpKCAS:
-		return e.kvOp(r, now, fx)
+		*out = e.kvOp(r, now, fx)
 	case vocab.OpLPush, vocab.OpRPush, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpLRange,
 		vocab.OpBLPop, vocab.OpBRPop:
-		return e.listOp(c.Session, r, now, fx)
+		*out = e.listOp(c.Session, r, now, fx)
 	case vocab.OpListen, vocab.OpUnlisten, vocab.OpSignal:
-		return e.pubsubOp(c.Session, r, fx)
+		*out = e.pubsubOp(c.Session, r, fx)
 	case vocab.OpWatch, vocab.OpUnwatch:
-		return e.watchOp(c.Session, r)
+		*out = e.watchOp(c.Session, r)
 	case vocab.OpBWait:
-		return e.bwait(e.mustSession(c.Session), r, now, fx)
+		*out = e.bwait(e.mustSession(c.Session), r, now, fx)
 	case vocab.OpElect:
-		return e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
+		*out = e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
 			r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
 	case vocab.OpResign:
-		return e.resign(r.Key, r.Token, now, fx)
+		*out = e.resign(r.Key, r.Token, now, fx)
 	case vocab.OpObserve:
-		return e.observe(e.mustSession(c.Session), r.Key, now, fx)
+		*out = e.observe(e.mustSession(c.Session), r.Key, now, fx)
 	case vocab.OpUnobserve:
-		return e.unobserve(e.mustSession(c.Session), r.Key, fx)
+		*out = e.unobserve(e.mustSession(c.Session), r.Key, fx)
 	case vocab.OpStats:
-		return Result{Status: vocab.StatusOK, Kind: KindStats}
+		*out = Result{Status: vocab.StatusOK, Kind: KindStats}
 	case vocab.OpBarrier:
 		// Reached in its turn: everything before it has applied.
-		return status(vocab.StatusOK)
+		*out = status(vocab.StatusOK)
 	case vocab.OpStableRef:
 		// The ref is the caller's to keep (a cluster's orphans): the
 		// answer hands it back, in the request's turn.
-		return Result{Status: vocab.StatusOK, Kind: KindStableRef, Value: string(r.Token)}
+		*out = Result{Status: vocab.StatusOK, Kind: KindStableRef, Value: string(r.Token)}
+	default:
+		panic("engine: Apply of a request with unsupported op " + r.Op.String())
 	}
-	panic("engine: Apply of a request with unsupported op " + r.Op.String())
 }
 
 // Sessions returns the number of open sessions.

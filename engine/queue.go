@@ -74,7 +74,8 @@ func (e *Engine) runQueue(s *session, now timerwheel.Instant, fx *Effects) {
 		}
 		q = q[n:]
 		mark := len(fx.List)
-		r := e.request(&c, fx)
+		var r Result
+		e.request(&c, fx, &r)
 		if r.Blocked {
 			s.waits = true
 			if len(q) > 0 {

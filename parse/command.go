@@ -23,20 +23,29 @@ var (
 // Parse turns a frame into a Request. The validation order follows dflockd:
 // command, then key (skipped by key-less commands), then arguments.
 func Parse(f Frame) (vocab.Request, error) {
-	r := vocab.Request{Op: vocab.Named(f.Cmd)}
+	var r vocab.Request
+	err := ParseInto(f, &r)
+	return r, err
+}
+
+// ParseInto is Parse writing into *r, which it overwrites whole: the
+// request path parses straight into the command it applies, rather than
+// copying a 152-byte Request out of Parse and into the command (issue #21).
+func ParseInto(f Frame, r *vocab.Request) error {
+	*r = vocab.Request{Op: vocab.Named(f.Cmd)}
 	switch r.Op {
 	case vocab.OpUnknown:
-		return r, ErrUnknownCommand
+		return ErrUnknownCommand
 	case vocab.OpPing, vocab.OpStats, vocab.OpBarrier:
-		return r, nil
+		return nil
 	case vocab.OpAuth:
 		r.Token = trimSpace(f.Arg)
-		return r, nil
+		return nil
 	case vocab.OpStableRef:
 		return parseStableRef(r, f.Key)
 	}
 	if !validKey(f.Key) {
-		return r, ErrBadKey
+		return ErrBadKey
 	}
 	r.Key = f.Key
 	if r.Op >= vocab.OpReadLock {
@@ -47,57 +56,57 @@ func Parse(f Frame) (vocab.Request, error) {
 	case vocab.OpRelease, vocab.OpSemRelease:
 		r.Token = trimSpace(f.Arg)
 		if len(r.Token) == 0 {
-			return r, ErrEmptyToken
+			return ErrEmptyToken
 		}
-		return r, nil
+		return nil
 	case vocab.OpRenew, vocab.OpSemRenew:
 		n := fields(f.Arg, &fs)
 		if n < 1 || n > 2 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
 		r.Token = fs[0]
-		return r, optLease(&r, fs[1], n == 2)
+		return optLease(r, fs[1], n == 2)
 	case vocab.OpLock:
 		n := fields(f.Arg, &fs)
 		if n < 1 || n > 2 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
-		if err := timeout(&r, fs[0]); err != nil {
-			return r, err
+		if err := timeout(r, fs[0]); err != nil {
+			return err
 		}
-		return r, optLease(&r, fs[1], n == 2)
+		return optLease(r, fs[1], n == 2)
 	case vocab.OpWait, vocab.OpSemWait:
 		if fields(f.Arg, &fs) != 1 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
-		return r, timeout(&r, fs[0])
+		return timeout(r, fs[0])
 	case vocab.OpEnqueue:
 		n := fields(f.Arg, &fs)
 		if n > 1 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
-		return r, optLease(&r, fs[0], n == 1)
+		return optLease(r, fs[0], n == 1)
 	case vocab.OpSemLock:
 		n := fields(f.Arg, &fs)
 		if n < 2 || n > 3 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
-		if err := timeout(&r, fs[0]); err != nil {
-			return r, err
+		if err := timeout(r, fs[0]); err != nil {
+			return err
 		}
-		if err := limit(&r, fs[1]); err != nil {
-			return r, err
+		if err := limit(r, fs[1]); err != nil {
+			return err
 		}
-		return r, optLease(&r, fs[2], n == 3)
+		return optLease(r, fs[2], n == 3)
 	case vocab.OpSemEnqueue:
 		n := fields(f.Arg, &fs)
 		if n < 1 || n > 2 {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
-		if err := limit(&r, fs[0]); err != nil {
-			return r, err
+		if err := limit(r, fs[0]); err != nil {
+			return err
 		}
-		return r, optLease(&r, fs[1], n == 2)
+		return optLease(r, fs[1], n == 2)
 	}
 	panic("parse: no grammar for op " + r.Op.String())
 }
@@ -166,16 +175,16 @@ func limit(r *vocab.Request, b []byte) error {
 
 // parseStableRef: the key line carries the ref, trimmed, 1–64 printable
 // ASCII bytes (spec §A.3, §B.13).
-func parseStableRef(r vocab.Request, key []byte) (vocab.Request, error) {
+func parseStableRef(r *vocab.Request, key []byte) error {
 	ref := trimSpace(key)
 	if len(ref) == 0 || len(ref) > vocab.MaxStableRef {
-		return r, ErrArgCount
+		return ErrArgCount
 	}
 	for _, c := range ref {
 		if c < 0x20 || c > 0x7e {
-			return r, ErrArgCount
+			return ErrArgCount
 		}
 	}
 	r.Token = ref
-	return r, nil
+	return nil
 }

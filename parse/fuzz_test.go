@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -135,6 +136,14 @@ func FuzzParse(f *testing.F) {
 		}
 
 		r, err := Parse(Frame{Cmd: cmd, Key: key, Arg: arg})
+		// ParseInto leaves nothing of what its destination held: the
+		// request path parses every frame into the same command.
+		used := vocab.Request{Op: vocab.OpKCAS, Key: []byte("k"), Token: []byte("t"), Timeout: 1, Lease: 2, Limit: 3,
+			Value: []byte("v"), Old: []byte("o"), N: 4, M: 5, TTL: 6}
+		if ierr := ParseInto(Frame{Cmd: cmd, Key: key, Arg: arg}, &used); ierr != err || !reflect.DeepEqual(used, r) {
+			t.Fatalf("ParseInto(%q, %q, %.60q) over a used request = %.200s, %v; Parse = %.200s, %v",
+				cmd, key, arg, requestString(used), ierr, requestString(r), err)
+		}
 		rr, rerr := refParse(cmd, key, arg)
 		if err != rerr {
 			t.Fatalf("Parse(%q, %q, %.60q) error %v, reference %v", cmd, key, arg, err, rerr)

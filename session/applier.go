@@ -20,12 +20,13 @@ import (
 type applier interface {
 	// open returns the id of a new session.
 	open(now timerwheel.Instant) engine.SessionID
-	// apply runs c, a request or a cancel of session c.Session. done: r
-	// is its answer now, and receivers how many receivers the pushes
-	// of a signal reached. Else one answer is owed. fx is the caller's
-	// scratch for the command's effects, empty again on return. c may
-	// point into the caller's scratch: the applier copies what it keeps.
-	apply(c *engine.Command, fx *engine.Effects) (r engine.Result, receivers int, done bool)
+	// apply runs c, a request or a cancel of session c.Session, and
+	// overwrites *r. done: *r is its answer now, and receivers how many
+	// receivers the pushes of a signal reached. Else one answer is owed.
+	// fx is the caller's scratch for the command's effects, empty again
+	// on return. c and r may point into the caller's scratch: the
+	// applier copies what it keeps.
+	apply(c *engine.Command, fx *engine.Effects, r *engine.Result) (receivers int, done bool)
 	// close ends session id; a local applier leaves the cleanup's
 	// effects in fx, for the caller to route once the session is
 	// forgotten (nothing goes to the session that closed).

@@ -130,18 +130,23 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	if profile == vocab.ProfileRF {
 		f = s.stripCRs(f)
 	}
-	req, err := parse.Parse(f)
+	// The request is parsed straight into the command the applier runs,
+	// in the scratch: no Request or Result is copied on the way.
+	sc := s.t.Scratch()
+	sc.Cmd = engine.Command{Kind: engine.KindRequest, Session: s.id, At: now}
+	req := &sc.Cmd.Req
+	err := parse.ParseInto(f, req)
 	if !profile.Knows(req.Op) {
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
 		req.Op = vocab.OpUnknown
 	}
-	if s.owed > 0 && s.answeredHere(&req, err) {
+	if s.owed > 0 && s.answeredHere(req, err) {
 		s.retry = true
 		return out, false
 	}
 	s.countRequest(req.Op)
 	if !s.authed {
-		return s.authenticate(out, &req, err, now), false
+		return s.authenticate(out, req, err, now), false
 	}
 	if s.hub.draining.Load() && profile != vocab.ProfileV1 {
 		// v1.10 goes on serving a draining server's connections; its
@@ -177,15 +182,13 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	// cluster's no-op through the log answers once every write committed
 	// before it has applied here, a linearizable read point, spec §G),
 	// goes to the applier.
-	sc := s.t.Scratch()
-	sc.Cmd = engine.Command{Kind: engine.KindRequest, Session: s.id, At: now, Req: req}
-	s.ownArgs(&sc.Cmd.Req)
-	r, done := s.applyRequest(&sc.Cmd)
-	if !done {
+	s.ownArgs(req)
+	r := &sc.Res
+	if !s.applyRequest(&sc.Cmd, r) {
 		return out, false
 	}
 	s.countReply(r.Status)
-	return appendResult(out, &r, profile == vocab.ProfileRF), false
+	return appendResult(out, r, profile == vocab.ProfileRF), false
 }
 
 // ownArgs copies a request's byte arguments out of the read buffer into

@@ -91,7 +91,7 @@ func (h *Hub) Call(c *engine.Command) (r engine.Result, done bool) {
 	c.At = h.clock.Now()
 	fx := effectsPool.Get().(*engine.Effects)
 	var receivers int
-	r, receivers, done = h.app.apply(c, fx)
+	receivers, done = h.app.apply(c, fx, &r)
 	h.putEffects(fx)
 	if done && r.Kind == engine.KindReceivers {
 		r.Kind, r.Int = engine.KindInt, int64(receivers)

@@ -169,7 +169,8 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		panic("session: no handler for godistlock op " + r.Op.String())
 	}
 	req := godistlockOwed{op: r.Op, nonce: r.Nonce, tag: cmd.Tag, fence: r.Fence}
-	res, _, done := h.app.apply(cmd, &sc.Fx)
+	res := &sc.Res
+	_, done := h.app.apply(cmd, &sc.Fx, res)
 	if !done && !res.Blocked {
 		// A cluster member: the answer comes when the log entry applies
 		// (godistlock_owed.go).
@@ -178,7 +179,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		g.noteOwed(s)
 		return out, false
 	}
-	return g.answer(s, out, &req, res)
+	return g.answer(s, out, &req, *res)
 }
 
 // answer appends the reply of request q given its result: a Blocked ON

@@ -20,22 +20,25 @@ func (l *local) open(now timerwheel.Instant) engine.SessionID {
 	return l.eng.Apply(&engine.Command{Kind: engine.KindOpen, At: now}, &fx).Session
 }
 
-func (l *local) apply(c *engine.Command, fx *engine.Effects) (engine.Result, int, bool) {
+func (l *local) apply(c *engine.Command, fx *engine.Effects, r *engine.Result) (int, bool) {
 	if c.Kind == engine.KindRequest {
 		switch c.Req.Op {
 		case vocab.OpBarrier, vocab.OpStableRef:
 			// A single node is always caught up, and keeps nothing for a
 			// stable-ref: its connection's claims end with it.
-			return engine.Result{Status: vocab.StatusOK}, 0, true
+			*r = engine.Result{Status: vocab.StatusOK}
+			return 0, true
 		}
 	}
-	r := l.eng.Apply(c, fx)
+	l.eng.ApplyTo(c, fx, r)
 	n := 0
 	if len(fx.List) > 0 {
+		// Route posts to transports' inboxes and runs no session here,
+		// so nothing reuses the scratch *r may be in.
 		n = l.hub.Route(fx)
 		fx.Reset()
 	}
-	return r, n, !r.Blocked
+	return n, !r.Blocked
 }
 
 func (l *local) close(id engine.SessionID, at timerwheel.Instant, fx *engine.Effects) {

@@ -16,11 +16,11 @@ import (
 // §A.6); up to maxOwed on a cluster member, whose log keeps each
 // connection's requests in order.
 
-// applyRequest runs a request for exec: its answer now (done), or one
-// more owed, after which parsing stops where the applier says.
-func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool) {
+// applyRequest runs a request for exec into *r: its answer now (done),
+// or one more owed, after which parsing stops where the applier says.
+func (s *Session) applyRequest(cmd *engine.Command, r *engine.Result) (done bool) {
 	sc := s.t.Scratch()
-	r, receivers, done := s.hub.app.apply(cmd, &sc.Fx)
+	receivers, done := s.hub.app.apply(cmd, &sc.Fx, r)
 	if !done {
 		s.owed++
 		s.noteOwed(cmd.Req.Op, cmd.At)
@@ -39,18 +39,18 @@ func (s *Session) applyRequest(cmd *engine.Command) (r engine.Result, done bool)
 			// are (PeerClosed reports a half-close meanwhile).
 			s.pauseWhileBlocked()
 		}
-		return r, false
+		return false
 	}
 	if s.owed > 0 {
 		// Answered here (error_not_leader: the member stopped leading),
 		// it would overtake what is owed: it runs again after that.
 		s.retry = true
-		return r, false
+		return false
 	}
 	if r.Kind == engine.KindReceivers {
 		r.Kind, r.Int = engine.KindInt, int64(receivers)
 	}
-	return r, true
+	return true
 }
 
 // answeredHere reports whether exec answers a parsed frame itself rather

@@ -72,7 +72,7 @@ func (p *replicated) open(timerwheel.Instant) engine.SessionID {
 	}
 }
 
-func (p *replicated) apply(c *engine.Command, _ *engine.Effects) (engine.Result, int, bool) {
+func (p *replicated) apply(c *engine.Command, _ *engine.Effects, r *engine.Result) (int, bool) {
 	var err error
 	switch c.Kind {
 	case engine.KindRequest:
@@ -84,12 +84,15 @@ func (p *replicated) apply(c *engine.Command, _ *engine.Effects) (engine.Result,
 	case engine.KindForceRelease:
 		err = p.rep.ForceRelease(uint32(c.Session), c)
 	default:
-		return engine.Result{Status: vocab.StatusError}, 0, true // no other kind reaches an applier
+		*r = engine.Result{Status: vocab.StatusError} // no other kind reaches an applier
+		return 0, true
 	}
 	if err != nil {
-		return p.notLeader(), 0, true
+		*r = p.notLeader()
+		return 0, true
 	}
-	return engine.Result{}, 0, false
+	*r = engine.Result{}
+	return 0, false
 }
 
 func (p *replicated) close(id engine.SessionID, _ timerwheel.Instant, _ *engine.Effects) {

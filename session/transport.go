@@ -65,6 +65,8 @@ type Scratch struct {
 	// stack, since the applier is an interface and what goes through one
 	// by pointer would be moved to the heap for every request.
 	Cmd engine.Command
+	// Res is the Result of Cmd, in the scratch for the same reason.
+	Res engine.Result
 	// Counters, if set, counts this goroutine's requests for /metrics
 	// (counters.go).
 	Counters *Counters
