@@ -298,7 +298,8 @@ func decodeBatch(data []byte, ops []Op) (Batch, error) {
 		}
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		b.Ops = append(b.Ops, d.op())
+		b.Ops = b.Ops[:i+1] // within cap: room for n was made above
+		d.opInto(&b.Ops[i])
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("trailing bytes")
@@ -369,7 +370,16 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) op() Op {
-	op := Op{Kind: OpKind(d.byte())}
+	var op Op
+	d.opInto(&op)
+	return op
+}
+
+// opInto decodes an op into *op, which it overwrites whole: decodeBatch
+// decodes straight into the batch's slice, reused from entry to entry,
+// rather than copying a 440-byte Op out of op() and into it (issue #21).
+func (d *decoder) opInto(op *Op) {
+	*op = Op{Kind: OpKind(d.byte())}
 	switch op.Kind {
 	case OpInit:
 		in := &op.Init
@@ -384,7 +394,7 @@ func (d *decoder) op() Op {
 		in.MaxListLength, in.MaxSubscriptions, in.MaxRegistrations = int(v[6]), int(v[7]), int(v[8])
 		if len(d.b) < len(in.TokenKey) {
 			d.fail("short token key")
-			return op
+			return
 		}
 		copy(in.TokenKey[:], d.b)
 		d.b = d.b[len(in.TokenKey):]
@@ -454,7 +464,6 @@ func (d *decoder) op() Op {
 	default:
 		d.fail(fmt.Sprintf("op kind %d", op.Kind))
 	}
-	return op
 }
 
 // replicated reports whether op is a request the cluster runs through

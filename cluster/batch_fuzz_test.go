@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -41,6 +42,7 @@ func FuzzDecodeBatch(f *testing.F) {
 // the same bytes.
 func TestBatchRoundTrip(t *testing.T) {
 	g := &fsmGen{rng: rand.New(rand.NewPCG(9, 9))}
+	var used []Op // the FSM's way: one slice of ops for every entry
 	for range 500 {
 		data := g.batch(t)
 		b, err := DecodeBatch(data)
@@ -49,6 +51,14 @@ func TestBatchRoundTrip(t *testing.T) {
 		}
 		if !bytes.Equal(AppendBatch(nil, &b), data) {
 			t.Fatalf("round trip changed %x", data)
+		}
+		// Decoded over the ops of earlier batches, nothing of them stays.
+		b2, err := decodeBatch(data, used[:0])
+		if err != nil || len(b2.Ops) != len(b.Ops) || len(b.Ops) > 0 && !reflect.DeepEqual(b2.Ops, b.Ops) {
+			t.Fatalf("decoded into used ops: %v\n%+v\nfresh:\n%+v", err, b2.Ops, b.Ops)
+		}
+		if cap(b2.Ops) > cap(used) {
+			used = b2.Ops
 		}
 	}
 	for _, bad := range [][]byte{{}, {2, 0, 0}, {batchFormat, 0, 1, byte(opLimit)}, {batchFormat, 0, 0, 9}} {

@@ -291,9 +291,9 @@ func (e *Engine) request(c *Command, fx *Effects, out *Result) {
 				return
 			}
 		}
-		*out = e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
+		e.acquire(e.mustSession(c.Session), ns, r.Key, m, r.Timeout*1000, e.leaseMs(r.Lease), now, fx, out)
 	case vocab.OpRelease, vocab.OpSemRelease, vocab.OpReadRelease, vocab.OpWriteRelease:
-		*out = e.release(ns, r.Key, r.Token, now, fx)
+		e.release(ns, r.Key, r.Token, now, fx, out)
 	case vocab.OpRenew, vocab.OpSemRenew, vocab.OpReadRenew, vocab.OpWriteRenew:
 		*out = e.renew(ns, r.Key, r.Token, e.leaseMs(r.Lease), now, fx)
 	case vocab.OpEnqueue, vocab.OpSemEnqueue, vocab.OpReadEnqueue, vocab.OpWriteEnqueue:
@@ -314,8 +314,8 @@ func (e *Engine) request(c *Command, fx *Effects, out *Result) {
 	case vocab.OpBWait:
 		*out = e.bwait(e.mustSession(c.Session), r, now, fx)
 	case vocab.OpElect:
-		*out = e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
-			r.Timeout*1000, e.leaseMs(r.Lease), now, fx)
+		e.acquire(e.mustSession(c.Session), nsLock, r.Key, mode{limit: 1, elect: true},
+			r.Timeout*1000, e.leaseMs(r.Lease), now, fx, out)
 	case vocab.OpResign:
 		*out = e.resign(r.Key, r.Token, now, fx)
 	case vocab.OpObserve:

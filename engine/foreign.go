@@ -48,9 +48,9 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 	sh := e.shardFor(key)
 	sh.lock(fx)
 	defer sh.unlock()
-	r, res := sh.admitLocked(nsLock, key, mode{limit: 1}, now)
+	r, st := sh.admitLocked(nsLock, key, mode{limit: 1}, now)
 	if r == nil {
-		return res
+		return status(st)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
 		sl.lease = leaseMs
@@ -61,7 +61,9 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		res.Tag = c.Tag
 		return res
 	}
-	if _, res, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
+	if sl, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
+		var res Result
+		sh.grantAnswer(sl, &res)
 		res.Tag = c.Tag
 		return res
 	}

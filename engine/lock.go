@@ -6,53 +6,70 @@ import (
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
-// acquire serves l and sl (and rl, wl, elect): a grant on the fast path,
-// an immediate timeout for a try-lock (timeout 0), or a parked waiter.
-func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeoutMs, leaseMs int64, now timerwheel.Instant, fx *Effects) Result {
+// acquire serves l and sl (and rl, wl, elect) into *out: a grant on the
+// fast path, an immediate timeout for a try-lock (timeout 0), or a parked
+// waiter. The hot path writes its answer in place, as release does: a
+// Result returned by value is copied at every call it passes (issue #21).
+func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeoutMs, leaseMs int64, now timerwheel.Instant, fx *Effects, out *Result) {
 	sh := e.shardFor(key)
 	sh.lock(fx)
 	defer sh.unlock()
-	r, res := sh.admitLocked(ns, key, m, now)
+	r, st := sh.admitLocked(ns, key, m, now)
 	if r == nil {
-		return res
+		*out = Result{Status: st}
+		return
 	}
-	if _, res, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
-		return res
+	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
+		sh.grantAnswer(sl, out)
+		return
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
 	if r.queue.n >= e.cfg.MaxWaiters {
-		return status(vocab.StatusErrorMaxWaiters)
+		*out = Result{Status: vocab.StatusErrorMaxWaiters}
+		return
 	}
 	if timeoutMs == 0 {
-		return status(vocab.StatusTimeout)
+		*out = Result{Status: vocab.StatusTimeout}
+		return
 	}
 	if e.draining.Load() {
-		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
+		*out = Result{Status: vocab.StatusError} // a drain ends every wait (spec §D.5)
+		return
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.blocked = true
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
-	return Result{Blocked: true}
+	*out = Result{Blocked: true}
 }
 
 // grantNowLocked is the fast path of every acquire: with capacity free and
 // nobody queued (strict FIFO: no barging past waiters) it grants r to sess
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
-func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, res Result, ok bool) {
+func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, ok bool) {
 	if r.queue.n != 0 || !r.fits(m.writer) {
-		return nil, Result{}, false
+		return nil, false
 	}
 	sl = sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
 	sl.writer, sl.elect = m.writer, m.elect
-	res = sh.grantLocked(sl, now)
+	granted := sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
-	if res.Status != vocab.StatusOK {
-		return nil, res, true // grantLocked freed the slot
+	if !granted {
+		return nil, true // grantLocked freed the slot
 	}
 	sess.record(sl)
-	return sl, res, true
+	return sl, true
+}
+
+// grantAnswer writes the answer of grantNowLocked's ok into *out: sl's
+// grant, or the plain error of a grant that failed (sl nil).
+func (sh *shard) grantAnswer(sl *slot, out *Result) {
+	if sl == nil {
+		*out = Result{Status: vocab.StatusError}
+		return
+	}
+	*out = Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
 }
 
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
@@ -74,25 +91,25 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 // admitLocked finds or creates the resource for an acquire or enqueue and
 // checks its limit. It evicts holders whose lease has run out even if the
 // timer has not fired yet, so the answer never depends on timer latency.
-// A nil resource comes with the error Result to return.
-func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Instant) (*resource, Result) {
+// A nil resource comes with the error status to answer.
+func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.Instant) (*resource, vocab.Status) {
 	r := sh.lookupLocked(ns, key)
 	if r == nil {
 		if r = sh.createLocked(ns, key, m, now); r == nil {
-			return nil, status(vocab.StatusErrorMaxLocks)
+			return nil, vocab.StatusErrorMaxLocks
 		}
-		return r, Result{}
+		return r, vocab.StatusOK
 	}
 	if r.rw != m.rw {
-		return nil, status(vocab.StatusErrorTypeMismatch) // spec §B.4
+		return nil, vocab.StatusErrorTypeMismatch // spec §B.4
 	}
 	if !m.rw && int(r.limit) != m.limit {
-		return nil, status(vocab.StatusErrorLimitMismatch)
+		return nil, vocab.StatusErrorLimitMismatch
 	}
 	if !r.fits(m.writer) {
 		sh.evictExpiredLocked(r, now)
 	}
-	return r, Result{}
+	return r, vocab.StatusOK
 }
 
 // evictExpiredLocked removes holders whose lease deadline has passed.
@@ -107,13 +124,13 @@ func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Instant) {
 }
 
 // grantLocked makes sl a holder: fence, lease timer. On a fence failure
-// (persistence broken, spec §C.3) the slot is freed and the Result is a
-// plain error.
-func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
+// (persistence broken, spec §C.3) the slot is freed and it reports false:
+// the answer is a plain error.
+func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 	f, ok := sh.eng.nextFence()
 	if !ok {
 		sh.freeSlotLocked(sl)
-		return status(vocab.StatusError)
+		return false
 	}
 	sl.fence = f
 	sh.waitEndedLocked(sl, now, true)
@@ -130,12 +147,13 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) Result {
 		// A queued two-phase grant is announced when its w observes it.
 		sh.watchEventLocked(evAcquire, sl.res.key)
 	}
-	return sh.grantResult(sl)
+	return true
 }
 
 // grantResult is the grant reply of a holding slot.
-func (sh *shard) grantResult(sl *slot) Result {
-	return Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
+func (sh *shard) grantResult(sl *slot) (r Result) {
+	sh.grantAnswer(sl, &r)
+	return r
 }
 
 // handOffLocked grants freed capacity to the queue head(s) in FIFO order:
@@ -152,9 +170,13 @@ func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
 		if len(sh.elections) != 0 {
 			sh.failoverLocked(r) // before the new holder's "elected"
 		}
-		res := sh.grantLocked(sl, now)
-		res.Tag = tag // tagged acquires (foreign.go); 0 otherwise
+		granted := sh.grantLocked(sl, now)
 		if blocked {
+			res := status(vocab.StatusError)
+			if granted {
+				res = sh.grantResult(sl)
+			}
+			res.Tag = tag // tagged acquires (foreign.go); 0 otherwise
 			sh.deliverLocked(sess, res)
 		}
 	}
@@ -254,19 +276,20 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Inst
 	return sl, false
 }
 
-// release serves r and sr.
-func (e *Engine) release(ns namespace, key, tok []byte, now timerwheel.Instant, fx *Effects) Result {
+// release serves r and sr into *out.
+func (e *Engine) release(ns namespace, key, tok []byte, now timerwheel.Instant, fx *Effects, out *Result) {
 	sh := e.shardFor(key)
 	sh.lock(fx)
 	defer sh.unlock()
 	sl, _ := sh.holderLocked(ns, key, tok, now)
 	if sl == nil {
 		sh.wrongTokenLocked(ns, key, now)
-		return status(vocab.StatusError)
+		*out = Result{Status: vocab.StatusError}
+		return
 	}
 	sh.noteLocked(EventRelease, sl, now)
 	sh.releaseHolderLocked(sl, now)
-	return status(vocab.StatusOK)
+	*out = Result{Status: vocab.StatusOK}
 }
 
 // wrongTokenLocked: in dflockd before v1.16.1 a release or renew with a

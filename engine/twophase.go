@@ -23,11 +23,13 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 		sess.forgetEnqueued(ns, key)
 		sh.freeSlotLocked(sl)
 	}
-	r, res := sh.admitLocked(ns, key, m, now)
+	r, st := sh.admitLocked(ns, key, m, now)
 	if r == nil {
-		return res
+		return status(st)
 	}
-	if sl, res, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
+	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
+		var res Result
+		sh.grantAnswer(sl, &res)
 		if sl == nil {
 			return res
 		}
