@@ -227,13 +227,10 @@ func (e *Engine) applyRequest(c *Command, fx *Effects, out *Result) {
 	}
 }
 
-// apply runs a command of any kind but KindRequest.
+// apply runs a command of any kind but KindRequest (ApplyTo's
+// applyRequest).
 func (e *Engine) apply(c *Command, fx *Effects) Result {
 	switch c.Kind {
-	case KindRequest:
-		var r Result
-		e.applyRequest(c, fx, &r)
-		return r
 	case KindOpen:
 		return Result{Status: vocab.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
 	case KindClose:
