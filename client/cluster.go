@@ -9,9 +9,9 @@ package client
 // What cluster mode does:
 //   - Requests go to the leader: a follower's error_not_leader <addr> is
 //     followed to addr when addr is one of the members (MaxRedirects
-//     times at most), and a leader that is unknown or cannot be reached
-//     is waited for, up to LeaderWait (DefaultLeaderWait), trying the
-//     members in turn.
+//     times at most), and a leader that is unknown, cannot be reached or
+//     is still taking over (it names itself) is waited for, up to
+//     LeaderWait (DefaultLeaderWait), trying the members in turn.
 //   - Holds (Lock, Semaphore, RWLock, Election) ride through a failover:
 //     when the leader dies, the hold connects again and renews by token on
 //     the new leader; Lost is closed only when the hold is really gone

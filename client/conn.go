@@ -144,6 +144,9 @@ func (c *conn) request(ctx context.Context, frame []byte, wait time.Duration) (s
 		if err != nil {
 			return "", err
 		}
+		if next == s.addr {
+			continue // a member taking over, asked again on the same session
+		}
 		if err := c.move(ctx, s, next, ls); err != nil {
 			return "", err
 		}

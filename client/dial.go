@@ -72,7 +72,8 @@ type Dialer struct {
 	// for the cluster to have a leader it can reach: while members answer
 	// a bare error_not_leader (an election is under way), or cannot be
 	// reached (the leader died and the followers still name it), the
-	// members are tried in turn, with pauses growing from 50 ms to 1 s,
+	// members are tried in turn, and a member that names itself (elected,
+	// still taking over) is asked again, with pauses growing from 50 ms to 1 s,
 	// for up to this long after the first failure; then the request fails
 	// with a *NotLeaderError that wraps the last connection error.
 	// 0 means DefaultLeaderWait; < 0 tries each member once.

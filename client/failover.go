@@ -62,13 +62,27 @@ func (ls *leaderSearch) next(from string) string {
 // error_not_leader naming leader ("" when it knows none): the named
 // leader if it is a member and redirects remain, else (leader unknown)
 // the next member. A leader outside the members is never dialled.
+//
+// A member that names itself is no redirect: raft made it the leader and
+// it has not taken over yet (its promotion is still applying), or it is
+// handing leadership over. It is asked again after a pause, for as long
+// as a leader is waited for. Followed as a redirect, it would use up
+// MaxRedirects within a millisecond and fail the request just before the
+// new leader serves.
 func (ls *leaderSearch) notLeader(ctx context.Context, stop <-chan struct{}, from, leader string) (string, error) {
-	if leader == "" {
+	switch leader {
+	case "":
 		ls.last = nil
 		if err := ls.miss(ctx, stop); err != nil {
 			return "", err
 		}
 		return ls.next(from), nil
+	case from:
+		ls.named, ls.last, ls.turn = leader, nil, from
+		if err := ls.rest(ctx, stop); err != nil {
+			return "", err
+		}
+		return from, nil
 	}
 	ls.named = leader
 	if !slices.Contains(ls.members, leader) || ls.redirects <= 0 {
@@ -108,12 +122,21 @@ func (ls *leaderSearch) unreachable(ctx context.Context, stop <-chan struct{}, t
 // miss counts a failure; after a round of them it pauses, or gives up
 // once the wait has passed.
 func (ls *leaderSearch) miss(ctx context.Context, stop <-chan struct{}) error {
-	now := time.Now()
 	if ls.deadline.IsZero() {
-		ls.deadline = now.Add(ls.wait)
+		ls.deadline = time.Now().Add(ls.wait)
 	}
 	if ls.misses++; ls.misses < len(ls.members) {
 		return nil
+	}
+	return ls.rest(ctx, stop)
+}
+
+// rest ends a round of failures: it pauses, or gives up once the wait
+// (counted from the search's first failure) has passed.
+func (ls *leaderSearch) rest(ctx context.Context, stop <-chan struct{}) error {
+	now := time.Now()
+	if ls.deadline.IsZero() {
+		ls.deadline = now.Add(ls.wait)
 	}
 	ls.misses = 0
 	left := ls.deadline.Sub(now)

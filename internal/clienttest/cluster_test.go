@@ -3,10 +3,13 @@ package clienttest
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dflockd-ng/dflockd/client"
+	"github.com/dflockd-ng/dflockd/internal/testport"
 	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
@@ -124,6 +127,74 @@ func TestClusterUnknownLeaderTriesNextMember(t *testing.T) {
 	}
 	if c.Addr() != leader.Addr() {
 		t.Fatalf("talking to %s, want %s", c.Addr(), leader.Addr())
+	}
+}
+
+// TestClusterLeaderTakingOverIsAskedAgain: a member that raft has just
+// made the leader refuses requests until its promotion applies, naming
+// itself. The client asks it again after pauses instead of following
+// that as a redirect: a stable-ref at the dial and a request, each
+// refused more times than MaxRedirects, both go through once it serves.
+// (Followed as redirects, the refusals used up the budget in a
+// millisecond and the request failed with "not the cluster leader;
+// leader is <that member>".)
+func TestClusterLeaderTakingOverIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	const refusals = client.DefaultMaxRedirects + 2
+	ln := testport.Listen(t)
+	self := ln.Addr().String()
+	var mu sync.Mutex
+	refused := map[string]int{}
+	elect := testserver.StartFake(t, ln, func(cmd, _, _ string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case cmd == "ping":
+			return "ok"
+		case refused[cmd] < refusals:
+			refused[cmd]++
+			return "error_not_leader " + self
+		case cmd == "incr":
+			return "ok 7"
+		}
+		return "ok"
+	})
+	f := follower(t, self)
+	d := client.Dialer{Members: []string{f.Addr(), self}, StableRef: "taking-over"}
+	c, err := d.Dial(ctxTimeout(t, 30*time.Second), self)
+	must(t, err)
+	defer c.Close()
+	if v, err := client.Incr(c, "n", 1); err != nil || v != 7 {
+		t.Fatalf("Incr = %d, %v; want 7 from the member once it serves", v, err)
+	}
+	if c.Addr() != self {
+		t.Fatalf("talking to %s, want the new leader %s", c.Addr(), self)
+	}
+	count := map[string]int{}
+	for _, r := range elect.Requests() {
+		count[strings.Fields(r)[0]]++
+	}
+	if count["stable-ref"] != refusals+1 || count["incr"] != refusals+1 {
+		t.Fatalf("the new leader received %v, want %d stable-refs and %d incrs (refused %d times each, then served)",
+			count, refusals+1, refusals+1, refusals)
+	}
+	if n := len(f.Requests()); n != 0 {
+		t.Fatalf("the follower received %d requests, want none: the dial started at the new leader", n)
+	}
+
+	// LeaderWait < 0 waits for nobody: the first self-naming refusal is
+	// the request's error.
+	mu.Lock()
+	refused["incr"] = 0
+	mu.Unlock()
+	d.LeaderWait = -1
+	c2, err := d.Dial(ctxTimeout(t, 30*time.Second), self)
+	must(t, err)
+	defer c2.Close()
+	_, err = client.Incr(c2, "n", 1)
+	var nl *client.NotLeaderError
+	if !errors.As(err, &nl) || nl.Leader != self {
+		t.Fatalf("Incr with LeaderWait < 0 = %v, want a *NotLeaderError naming %s", err, self)
 	}
 }
 
