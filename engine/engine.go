@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -15,11 +16,20 @@ import (
 
 // Defaults; each matches dflockd's (spec §E.2) unless noted.
 const (
-	DefaultShards   = 256     // ≥ 8 × loops on common hosts keeps shard contention rare
-	MaxShards       = 1 << 16 // a slot records its shard in 16 bits
-	DefaultLease    = 33 * time.Second
-	DefaultMaxLocks = 1024
-	DefaultGCIdle   = 60 * time.Second
+	// Without Config.Shards an engine gets ShardsPerProc shards per
+	// GOMAXPROCS, as a power of two, at most MaxDefaultShards
+	// (DefaultShardsFor). 16 per goroutine that can run at once keeps two
+	// of them rarely on one shard's lock; more only spread the request
+	// path's memory (every shard has its resource tables, timer wheel
+	// and free slots): on one loop, 16 shards took 0.90× the server CPU
+	// per lock+release of 256 when the VM's caches were contended
+	// (PERF.md, lock and release).
+	ShardsPerProc    = 16
+	MaxDefaultShards = 256
+	MaxShards        = 1 << 16 // a slot records its shard in 16 bits
+	DefaultLease     = 33 * time.Second
+	DefaultMaxLocks  = 1024
+	DefaultGCIdle    = 60 * time.Second
 	// DefaultMaxRegistrations: see Config.MaxRegistrations; 1024
 	// registrations of ~200 B each bound a session's at ~200 KiB.
 	DefaultMaxRegistrations = 1024
@@ -27,7 +37,7 @@ const (
 
 // Config tunes an Engine. The zero value of every field means its default.
 type Config struct {
-	Shards       int           // rounded up to a power of two, at most MaxShards
+	Shards       int           // rounded up to a power of two, at most MaxShards; 0: DefaultShardsFor(GOMAXPROCS)
 	DefaultLease time.Duration // lease when a request names none
 	MaxLocks     int           // distinct lock + semaphore keys; <0 = unlimited
 	MaxWaiters   int           // queued waiters per key; 0 = unlimited
@@ -118,10 +128,21 @@ type lonelyUint64 struct {
 	_ cpu.CacheLinePad
 }
 
+// DefaultShardsFor is the shard count of an engine whose requests run on
+// procs goroutines at once: ShardsPerProc each, as a power of two, at
+// most MaxDefaultShards.
+func DefaultShardsFor(procs int) int {
+	n := ShardsPerProc
+	for n < ShardsPerProc*procs && n < MaxDefaultShards {
+		n <<= 1
+	}
+	return n
+}
+
 // New builds an engine.
 func New(cfg Config) *Engine {
 	if cfg.Shards <= 0 {
-		cfg.Shards = DefaultShards
+		cfg.Shards = DefaultShardsFor(runtime.GOMAXPROCS(0))
 	}
 	cfg.Shards = min(cfg.Shards, MaxShards)
 	shards := 1

@@ -417,7 +417,7 @@ func TestLapsedGrantsForgottenWithTheirKeys(t *testing.T) {
 		if n := len(sess.enq[nsLock]); n > 2*100+minCompact {
 			t.Fatalf("round %d: %d enqueue entries for 100 live ones", round, n)
 		}
-		if sh.nfree > maxFreeSlots {
+		if sh.nfree > sh.maxFree {
 			t.Fatalf("%d free slots kept", sh.nfree)
 		}
 	}
@@ -426,6 +426,45 @@ func TestLapsedGrantsForgottenWithTheirKeys(t *testing.T) {
 	wantStatus(t, h.do(a, "w", "k49.0", "0"), vocab.StatusErrorNotEnqueued)
 	if n := h.eng.Keys(); n != 0 {
 		t.Fatalf("%d keys after GC", n)
+	}
+}
+
+// The shards' free slot lists share one bound: a shard keeps its share of
+// freeSlots (at least minFreeSlots) and the slots of a burst beyond it go
+// back to the heap. Fewer shards keep more each, so that a default engine
+// on few Ps (DefaultShardsFor) serves the same churn without allocating.
+func TestFreeSlotsShareOneBound(t *testing.T) {
+	for _, tc := range []struct{ shards, kept int }{{MaxDefaultShards, minFreeSlots}, {16, 200}} {
+		h := newHarness(t, Config{Shards: tc.shards})
+		sh := h.eng.shardFor([]byte("burst"))
+		if want := max(minFreeSlots, freeSlots/tc.shards); sh.maxFree != want {
+			t.Fatalf("%d shards: a shard keeps %d free slots, want %d", tc.shards, sh.maxFree, want)
+		}
+		if sh.nfree != 0 {
+			t.Fatalf("%d free slots in a new engine", sh.nfree)
+		}
+		holder := h.session()
+		wantStatus(t, h.do(holder, "l", "burst", "0 60"), vocab.StatusOK)
+		var waiters []SessionID
+		for range 200 {
+			w := h.session()
+			wantStatus(t, h.do(w, "e", "burst", "60"), vocab.StatusQueued)
+			waiters = append(waiters, w)
+		}
+		for _, w := range waiters {
+			h.close(w)
+		}
+		if got := sh.nfree; got != tc.kept {
+			t.Fatalf("%d shards: %d of 200 freed waiters' slots kept, want %d", tc.shards, got, tc.kept)
+		}
+	}
+}
+
+func TestDefaultShardsFor(t *testing.T) {
+	for procs, want := range map[int]int{0: 16, 1: 16, 2: 32, 3: 64, 8: 128, 16: 256, 64: 256} {
+		if got := DefaultShardsFor(procs); got != want {
+			t.Errorf("DefaultShardsFor(%d) = %d, want %d", procs, got, want)
+		}
 	}
 }
 

@@ -40,8 +40,9 @@ func heldLockBytes(tb testing.TB, n, conns int) float64 {
 
 // The live heap of a held lock: resource 64 B, key (here 17-19 bytes) 24 or
 // 32 B, its slot in the resource table ~12 B, slot 96 B, claim 16 B, and
-// the shards' timer wheels made by the first leases (8 B a lock at this
-// count): about 221 B. 230 leaves room for the runtime's rounding, and
+// the shards' timer wheels made by the first leases (3 KB a shard: 1 B a
+// lock at this count with the 16 shards of one P, 8 B with 256 from 16
+// Ps up): 211 to 221 B. 230 leaves room for the runtime's rounding, and
 // fails if a record grows a size class (+16) or the index goes back to a
 // map (+21).
 func TestHeldLockBytes(t *testing.T) {

@@ -102,7 +102,8 @@ type shard struct {
 	// about; only an earlier one needs telling.
 	published timerwheel.Tick
 	free      *slot // singly linked through next
-	nfree     int   // length of free, at most maxFreeSlots
+	nfree     int   // length of free, at most maxFree
+	maxFree   int   // freeSlots over the shards, at least minFreeSlots
 	// lapsed holds the shard's lapsed two-phase grants (slotLapsed),
 	// linked through prev/next, so that the GC can forget them with their
 	// idle key: nothing else would, and a session that never sends w
@@ -133,6 +134,7 @@ func (s *shard) init(e *Engine, i int, now timerwheel.Tick) {
 	s.elections = make(map[string]*election)
 	s.idleNow = now
 	s.published = math.MaxInt64
+	s.maxFree = max(minFreeSlots, freeSlots/len(e.shards))
 	if e.cfg.Events > 0 {
 		s.obs = newShardObs(e.cfg.Events, len(e.shards))
 	}
@@ -237,7 +239,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	sl.twoPhase, sl.blocked, sl.elect, sl.writer, sl.untimed = false, false, false, false, false
 	sl.tag, sl.fence = 0, 0
 	sl.prev, sl.next = nil, nil
-	if s.nfree >= maxFreeSlots {
+	if s.nfree >= s.maxFree {
 		return // a burst's slots go back to the Go heap
 	}
 	sl.next = s.free
@@ -245,11 +247,14 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	s.nfree++
 }
 
-// maxFreeSlots bounds each shard's free list: enough to serve the
-// steady churn of grants and releases without allocating, while the
-// slots of a burst of waiters (thousands on one shard) are not kept for
-// the life of the process.
-const maxFreeSlots = 32
+// freeSlots bounds the shards' free lists together (each gets its share,
+// at least minFreeSlots): enough to serve the steady churn of grants and
+// releases without allocating, while the slots of a burst of waiters
+// (thousands on one shard) are not kept for the life of the process.
+const (
+	freeSlots    = 8192
+	minFreeSlots = 32
+)
 
 // armLocked (re)starts a timer of this shard and tells the driver if this
 // is now the shard's earliest deadline.

@@ -54,7 +54,7 @@ const lockReply = len("ok ") + fence.TokenLen + len(" 10\n")
 // parallelServer is a fake server's engine and hub for many workers:
 // production's shard count, no bound on keys.
 func parallelServer(b *testing.B) *fakeServer {
-	return newFakeServer(b, Config{}, engine.Config{Shards: engine.DefaultShards, MaxLocks: -1})
+	return newFakeServer(b, Config{}, engine.Config{Shards: engine.MaxDefaultShards, MaxLocks: -1})
 }
 
 // parallelWorkers is the number of goroutines RunParallel starts
