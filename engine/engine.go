@@ -21,8 +21,8 @@ const (
 	// (DefaultShardsFor). 16 per goroutine that can run at once keeps two
 	// of them rarely on one shard's lock; more only spread the request
 	// path's memory (every shard has its resource tables, timer wheel
-	// and free slots): on one loop, 16 shards took 0.90× the server CPU
-	// per lock+release of 256 when the VM's caches were contended
+	// and free slots): on one loop, 16 shards took 0.96× the server CPU
+	// per lock+release of 256, 0.90× when the VM's caches were contended
 	// (PERF.md, lock and release).
 	ShardsPerProc    = 16
 	MaxDefaultShards = 256
