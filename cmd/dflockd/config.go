@@ -70,6 +70,7 @@ type Config struct {
 	AutoReleaseOnDisconnect bool   // --auto-release-on-disconnect, DFLOCKD_AUTO_RELEASE_ON_DISCONNECT, true; also --no-auto-release-on-disconnect (spec I.10 alias)
 	Debug                   bool   // --debug, DFLOCKD_DEBUG
 	LogFormat               string // --log-format, DFLOCKD_LOG_FORMAT: "text" (default) or "json"
+	CPUProfile              string // --cpu-profile, DFLOCKD_CPU_PROFILE: Go CPU profile of the whole run ("" = none)
 
 	AuthToken      string // resolved token (see resolveAuthToken); "" = auth off
 	FenceStateFile string // --fence-state-file, DFLOCKD_FENCE_STATE_FILE

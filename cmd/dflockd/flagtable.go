@@ -169,6 +169,9 @@ var settingGroups = []settingGroup{
 		{flag: "log-format", env: "DFLOCKD_LOG_FORMAT", kind: kindString, arg: "FORMAT", choices: []string{"text", "json"},
 			usage: "log lines as text (key=value) or json, on stderr",
 			field: func(c *Config) any { return &c.LogFormat }},
+		{flag: "cpu-profile", env: "DFLOCKD_CPU_PROFILE", kind: kindString, arg: "FILE",
+			usage: "write a Go CPU profile of the whole run to FILE, for go tool pprof (unset = none)",
+			field: func(c *Config) any { return &c.CPUProfile }},
 	}},
 	{"Authentication (first set wins: --auth-token, --auth-token-file, DFLOCKD_AUTH_TOKEN, DFLOCKD_AUTH_TOKEN_FILE)", []setting{
 		{flag: flagAuthToken, env: envAuthToken, kind: kindManual, arg: "TOKEN", def: "unset",

@@ -66,6 +66,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dflockd: %v\n", err)
 		return 2
 	}
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "dflockd: %v\n", err)
+			return 2
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(stderr, "dflockd: cpu profile: %v\n", err)
+			}
+		}()
+	}
 	start := time.Now()
 	log := newLogger(cfg, stderr)
 	logf := func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
