@@ -21,8 +21,9 @@ import (
 // number of workers, so the rates compare.
 //
 // keys: every connection locks and releases keys of its own, 2048 in
-// all over the default 256 shards, 16 pairs pipelined per read: the
-// workers share the engine's shards but never a key.
+// all over 256 shards (the default from 16 cores up), 16 pairs
+// pipelined per read: the workers share the engine's shards but never a
+// key.
 //
 // keys-unshared: the same, but each worker has an engine and hub of its
 // own, so the workers share nothing. It is the control: the scaling this
