@@ -97,3 +97,65 @@ func pipelinedNoAlloc(t *testing.T) {
 		}
 	})
 }
+
+// A hand-off delivers the grant to the waiter's session (Deliver), which
+// must not allocate either: each hand-off of a hot key and each answer of
+// a cluster member comes that way. Two sessions take turns: the holder
+// releases, the waiter's grant is delivered, the old holder queues again.
+func TestHandOffDoesNotAllocate(t *testing.T) {
+	fs := newFakeServer(t, Config{}, engine.Config{})
+	a, b := fs.open(), fs.open()
+	a.poison, b.poison = false, false
+	lock := []byte(request("l", "handoff-key", "10 10"))
+	// The replies are compared as bytes: a string of one would allocate.
+	send := func(c *fakeConn, in []byte) []byte {
+		c.out = c.out[:0]
+		c.load(in)
+		fs.input(c)
+		return c.out
+	}
+	var rel [64]byte
+	relLen := copy(rel[:], "r\nhandoff-key\n")
+	release := func(c *fakeConn, grant []byte) {
+		if len(grant) != len("ok ")+fence.TokenLen+len(" 10\n") || !bytes.HasPrefix(grant, []byte("ok ")) {
+			t.Fatalf("grant: %q", grant)
+		}
+		n := relLen + copy(rel[relLen:], grant[3:3+fence.TokenLen])
+		rel[n] = '\n'
+		if got := send(c, rel[:n+1]); !bytes.Equal(got, []byte("ok\n")) {
+			t.Fatalf("r: %q", got)
+		}
+	}
+	// deliver hands c its one posted result, reusing the slice.
+	deliver := func(c *fakeConn) []byte {
+		if len(c.posted) != 1 {
+			t.Fatalf("%d results posted, want the grant", len(c.posted))
+		}
+		c.out = c.out[:0]
+		c.sess.Deliver(c.posted[0])
+		c.posted = c.posted[:0]
+		return c.out
+	}
+	holding := send(a, lock)
+	if got := send(b, lock); len(got) != 0 {
+		t.Fatalf("second l answered at once: %q", got)
+	}
+	cycle := func() {
+		release(a, holding)                      // the grant goes to b
+		granted := deliver(b)                    // b holds
+		if got := send(a, lock); len(got) != 0 { // a waits behind b
+			t.Fatalf("l behind a holder answered at once: %q", got)
+		}
+		release(b, granted)                      // the grant goes to a
+		holding = deliver(a)                     // a holds
+		if got := send(b, lock); len(got) != 0 { // b waits again
+			t.Fatalf("l behind a holder answered at once: %q", got)
+		}
+	}
+	for range 100 { // warm free lists and buffers
+		cycle()
+	}
+	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+		t.Fatalf("two hand-offs allocate %.1f times", n)
+	}
+}

@@ -241,8 +241,7 @@ func (s *Session) stripCRs(f parse.Frame) parse.Frame {
 // deliver writes an owed answer and resumes parsing whatever was
 // pipelined behind it once nothing more is owed.
 func (dflockdCodec) deliver(s *Session, r engine.Result) {
-	rf := s.hub.cfg.Profile == vocab.ProfileRF
-	s.deliverOwed(r, func(out []byte, r *engine.Result) []byte { return appendResult(out, r, rf) })
+	s.deliverOwed(&r, s.hub.cfg.Profile == vocab.ProfileRF)
 }
 
 // appendResult encodes an engine result as its reply line; rf adds the
