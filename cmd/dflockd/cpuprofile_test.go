@@ -42,18 +42,12 @@ func TestCPUProfileWrittenOnDrain(t *testing.T) {
 			t.Fatalf("release: %q", rel)
 		}
 	}
+	c.Close() // else the drain waits for it, up to --shutdown-timeout
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit 30 s after SIGTERM")
+	if err := exitWithin(t, p.cmd, 30*time.Second, "SIGTERM"); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

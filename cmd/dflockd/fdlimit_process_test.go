@@ -225,14 +225,7 @@ func TestAbnormalLoopExitIsNonZero(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the server did not exit after its loops stopped")
-	}
+	err := exitWithin(t, p.cmd, 60*time.Second, "its loops stopped")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 		t.Fatalf("exit after the loops stopped by themselves: %v, want a non-zero status", err)

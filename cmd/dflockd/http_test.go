@@ -397,15 +397,8 @@ func TestHTTPDrainOnSIGTERM(t *testing.T) {
 	if got := tcp.do("ping", "_", "_"); got != "error_draining" {
 		t.Fatalf("a TCP request while draining: %q", got)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not exit after its last TCP connection ended")
+	if err := exitWithin(t, p.cmd, 10*time.Second, "its last TCP connection ended"); err != nil {
+		t.Fatalf("exit: %v", err)
 	}
 	if log := p.log.String(); !strings.Contains(log, "msg=stopped") || strings.Contains(log, "level=ERROR") {
 		t.Fatalf("want a clean stop:\n%s", log)

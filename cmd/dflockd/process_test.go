@@ -117,6 +117,22 @@ func startProc(t *testing.T, flags ...string) *serverProc {
 	return p
 }
 
+// exitWithin waits up to d for a started server to exit and returns what
+// Wait returned; it fails the test if the server is still running then,
+// with after saying what should have ended it.
+func exitWithin(t *testing.T, cmd *exec.Cmd, d time.Duration, after string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("the server did not exit within %v after %s", d, after)
+		return nil
+	}
+}
+
 // rss returns the server's resident set size in bytes.
 func (p *serverProc) rss(t *testing.T) int64 {
 	t.Helper()

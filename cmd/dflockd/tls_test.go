@@ -271,15 +271,8 @@ func TestTLSDrainOnSIGTERM(t *testing.T) {
 		t.Fatalf("a request during the drain: %q", got)
 	}
 	closedByServer(t, c.c)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, p.log.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not exit after its last connection ended")
+	if err := exitWithin(t, p.cmd, 10*time.Second, "its last connection ended"); err != nil {
+		t.Fatalf("exit: %v\n%s", err, p.log.String())
 	}
 	if !strings.Contains(p.log.String(), "msg=stopped") {
 		t.Fatalf("no stopped line:\n%s", p.log.String())
