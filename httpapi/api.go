@@ -222,7 +222,7 @@ var lockRoutes = []struct {
 func (a *API) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range a.routeTable() {
-		mux.HandleFunc(rt.pattern, rt.handler)
+		mux.HandleFunc(rt.pattern, a.guard(rt.pattern, rt.handler))
 	}
 	mux.HandleFunc("/", a.unrouted)
 	return mux

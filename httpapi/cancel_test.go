@@ -47,7 +47,7 @@ func TestClientGoneWithdrawsItsWait(t *testing.T) {
 // that drive call's branches by hand.
 func openDirect(t *testing.T, ts *testServer) *httpSession {
 	t.Helper()
-	s, refused := ts.api.open(netip.MustParseAddr("127.0.0.1"))
+	s, refused := ts.api.open(netip.MustParseAddr("127.0.0.1"), "")
 	if s == nil {
 		t.Fatal(refused)
 	}

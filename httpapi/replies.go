@@ -11,6 +11,7 @@ import (
 const (
 	codeBadRequest       = "bad_request"
 	codeUnauthorized     = "unauthorized"
+	codeForbidden        = "forbidden"
 	codeNotFound         = "not_found"
 	codeNotHeld          = "not_held"
 	codeMethodNotAllowed = "method_not_allowed"

@@ -22,6 +22,9 @@ type httpSession struct {
 	id    string // 32 lowercase hex
 	conn  engine.SessionID
 	ip    netip.Addr
+	// owner is the identity that opened it, with a policy: no other
+	// identity may use it ("" without a policy).
+	owner string
 	// turn serialises the session's lock calls and its close, as the
 	// requests of one TCP connection are: a call sends to take it and
 	// receives to give it back. A channel rather than a mutex, so that a
@@ -173,7 +176,7 @@ func validSessionID(id string) bool {
 // open creates a session for a client at ip, or says which cap refused
 // it. The engine session is opened under the table's lock, so that a
 // Shutdown running meanwhile either sees the session or refuses it.
-func (a *API) open(ip netip.Addr) (*httpSession, string) {
+func (a *API) open(ip netip.Addr, owner string) (*httpSession, string) {
 	t := &a.sessions
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -188,6 +191,7 @@ func (a *API) open(ip netip.Addr) (*httpSession, string) {
 	s := &httpSession{
 		timer:   timerwheel.Node{Kind: kindSession},
 		ip:      ip,
+		owner:   owner,
 		turn:    make(chan struct{}, 1),
 		gone:    make(chan struct{}),
 		replies: newReplies(),
@@ -260,7 +264,7 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, refused := a.open(clientIP(r))
+	s, refused := a.open(clientIP(r), callerName(r))
 	if s == nil {
 		writeError(w, http.StatusServiceUnavailable, refused, "")
 		return
@@ -352,8 +356,11 @@ func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSessio
 		return nil
 	}
 	s := a.sessions.lookup(id)
-	if s == nil {
+	if s == nil || s.owner != callerName(r) {
+		// Another identity's session is as unknown as one that is
+		// gone: its existence is not the caller's to learn.
 		a.unknownSession(w)
+		return nil
 	}
 	return s
 }

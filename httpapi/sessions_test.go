@@ -222,7 +222,7 @@ func TestShutdownClosesSessions(t *testing.T) {
 	if ts.hub.Connections() != 0 || ts.api.Sessions() != 0 {
 		t.Fatalf("%d engine sessions, %d HTTP sessions after Shutdown", ts.hub.Connections(), ts.api.Sessions())
 	}
-	if s, refused := ts.api.open(netip.MustParseAddr("127.0.0.1")); s != nil || refused != codeDraining {
+	if s, refused := ts.api.open(netip.MustParseAddr("127.0.0.1"), ""); s != nil || refused != codeDraining {
 		t.Fatalf("open after Shutdown: %v %q, want refused as draining", s, refused)
 	}
 }

@@ -13,7 +13,7 @@ import (
 var specVocabulary = []string{
 	"ok", "acquired", "queued", "timeout", "error", "error_auth", "error_max_locks", "error_max_waiters",
 	"error_limit_mismatch", "error_not_enqueued", "error_already_enqueued", "error_lease_expired",
-	"error_draining", "error_not_leader",
+	"error_draining", "error_not_leader", "error_denied",
 	// RF only
 	"nil", "cas_conflict", "error_max_keys", "error_list_full", "error_type_mismatch",
 	"error_barrier_count_mismatch",
@@ -44,6 +44,7 @@ func TestStatusWords(t *testing.T) {
 		{vocab.StatusErrorTypeMismatch, "error_type_mismatch"},
 		{vocab.StatusErrorBarrierCountMismatch, "error_barrier_count_mismatch"},
 		{vocab.StatusErrorNotLeader, "error_not_leader"},
+		{vocab.StatusErrorDenied, "error_denied"},
 	}
 	if len(want) != vocab.NumStatuses {
 		t.Fatalf("test covers %d statuses, package defines %d", len(want), vocab.NumStatuses)

@@ -4,10 +4,13 @@ package session
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
@@ -23,18 +26,37 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 		if counted {
 			name += "-counted"
 		}
-		t.Run(name, func(t *testing.T) { oneFramePerRead(t, counted) })
+		t.Run(name, func(t *testing.T) { oneFramePerRead(t, counted, nil) })
 	}
+	// With a policy of 100 rules, the identity's check on each request.
+	t.Run("one-frame-per-read-policy", func(t *testing.T) { oneFramePerRead(t, false, hundredRules(t)) })
 	pipelinedNoAlloc(t)
 }
 
-func oneFramePerRead(t *testing.T, counted bool) {
-	fs := newFakeServer(t, Config{}, engine.Config{FenceFloor: 1 << 60})
+// hundredRules is a policy whose identity (token "tok-a") has 100 rules,
+// the one that allows alloc-key among them.
+func hundredRules(t testing.TB) *policy.Policy {
+	var b strings.Builder
+	b.WriteString("identity a\n token %A\n allow lock alloc*\n")
+	for i := range 99 {
+		fmt.Fprintf(&b, " allow lock,read team-%d/*\n", i)
+	}
+	return mustPolicy(t, b.String())
+}
+
+func oneFramePerRead(t *testing.T, counted bool, pol *policy.Policy) {
+	fs := newFakeServer(t, Config{Policy: pol}, engine.Config{FenceFloor: 1 << 60})
 	if counted {
 		fs.scratch.Counters = new(Counters)
 		fs.hub.RegisterCounters(fs.scratch.Counters)
 	}
 	c := fs.open()
+	if pol != nil {
+		if got := fs.traffic(c, request("auth", "_", "tok-a")); got != "ok\n" {
+			t.Fatalf("auth: %q", got)
+		}
+		c.out = c.out[:0]
+	}
 	c.poison = false
 	lock := []byte(request("l", "alloc-key", "0 10"))
 	var rel [64]byte

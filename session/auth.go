@@ -39,6 +39,23 @@ func (s *Session) authenticate(out []byte, req *vocab.Request, err error, now ti
 // judgeAuth compares the token (always, so timing does not tell a wrong
 // command from a wrong token) and answers.
 func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Instant) []byte {
+	if s.hub.acl != nil {
+		id := s.hub.acl.identify(token, s.hub.cfg.AuthToken)
+		if isAuth && id != nil {
+			if !s.admit(id) {
+				// Over the identity's connection quota: closed, as a
+				// server at its connection limit closes a new one.
+				s.closing = true
+				s.deadline = now.After(0)
+				s.t.SetTimer(s.deadline)
+				return out
+			}
+			s.authed = true
+			return parse.AppendStatus(out, vocab.StatusOK)
+		}
+		s.hub.gate.failed(s.authKey, now)
+		return s.refuseAuth(out, now)
+	}
 	match := subtle.ConstantTimeCompare(token, []byte(s.hub.cfg.AuthToken)) == 1
 	if isAuth && match {
 		s.authed = true

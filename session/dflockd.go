@@ -58,6 +58,9 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			}
 			break
 		}
+		if s.usage != nil && s.overRate(now) {
+			break // the frame stays unread until the identity's rate allows it
+		}
 		off += n
 		frames++
 		mark := len(out)
@@ -160,6 +163,9 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 			"command", printable(f.Cmd), "error", err.Error())
 		return parse.AppendStatus(out, vocab.StatusError), false
 	}
+	if s.ident != nil && !s.ident.Everything() && s.refused(req) {
+		return s.deny(out), false
+	}
 	switch req.Op {
 	case vocab.OpPing:
 		return parse.AppendStatus(out, vocab.StatusOK), false
@@ -213,6 +219,9 @@ func (s *Session) ownArgs(r *vocab.Request) {
 func (s *Session) appendStats(out []byte, now timerwheel.Instant) []byte {
 	// rf: every array; v1 and v2: the five keys.
 	st := s.hub.app.stats(s.hub.cfg.Profile == vocab.ProfileRF, now, s.hub.Connections())
+	if s.ident != nil && !s.ident.Everything() {
+		st = scopeStats(st, s.current(), s.usage)
+	}
 	return parse.AppendStatsReply(out, st, s.hub.cfg.Profile)
 }
 

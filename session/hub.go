@@ -10,6 +10,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -22,6 +23,11 @@ type Config struct {
 	ReadTimeout  time.Duration // per-line read deadline; default 23 s
 	WriteTimeout time.Duration // unsent output making no progress this long closes; 0 = off
 	AuthToken    string        // "" = no auth handshake
+	// Policy, when set, makes the server shared (acl.go): every
+	// connection authenticates as one of its identities (or as the
+	// AuthToken holder, who may do everything), and its requests are
+	// checked. Nil: no checks, as dflockd. SetPolicy replaces it.
+	Policy *policy.Policy
 	// GodistlockID and Version are the <id> and <version> of the
 	// godistlock codec's HELLO replies; defaults: the host name, "dev".
 	GodistlockID string
@@ -53,6 +59,8 @@ type Hub struct {
 	conn atomic.Uint32
 	// housekeeping is set by NewServerHub (core.go).
 	housekeeping *housekeeping
+	// acl is the policy state, nil without a policy (acl.go).
+	acl *acl
 }
 
 // routeShards spreads the session index over mutexes: a fan-out looks up
@@ -92,6 +100,9 @@ func newHub(cfg Config, clock timerwheel.Clock) *Hub {
 		cfg: cfg, clock: clock, gate: newAuthGate(),
 		rtMs: cfg.ReadTimeout.Milliseconds(), wtMs: cfg.WriteTimeout.Milliseconds(),
 	}
+	if cfg.Policy != nil {
+		h.acl = newACL(cfg.Policy, cfg.AuthToken)
+	}
 	for i := range h.routes {
 		h.routes[i].m = make(map[engine.SessionID]*Session)
 		h.routes[i].ep = make(map[engine.SessionID]Endpoint)
@@ -119,7 +130,7 @@ const (
 func (h *Hub) Open(t Transport, p Protocol) *Session {
 	now := h.clock.Now()
 	id := h.app.open(now)
-	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == ""}
+	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == "" && h.acl == nil}
 	if p == Godistlock {
 		s.codec = newGodistlock()
 	} else {

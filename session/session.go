@@ -2,9 +2,11 @@ package session
 
 import (
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -78,6 +80,17 @@ type Session struct {
 	noted   vocab.Op
 	noting  bool
 	owedLat owedLatency
+
+	// With a policy (acl.go): the connection's identity, the policy it
+	// was looked up in, and its identity's usage; ident nil = no policy.
+	// who is ident for other goroutines (the observatory). paced: the
+	// identity is over its rate, and reading waits until paceUntil.
+	ident     *policy.Identity
+	identPol  *policy.Policy
+	usage     *Usage
+	who       atomic.Pointer[policy.Identity]
+	paced     bool
+	paceUntil timerwheel.Tick
 }
 
 // codec is a wire protocol of a Session.
@@ -109,6 +122,9 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 		return len(buf), false
 	}
 	if s.paused && !s.resumeIfDrained() {
+		return 0, s.pausedInput(len(buf))
+	}
+	if s.paced {
 		return 0, s.pausedInput(len(buf))
 	}
 	sc := s.t.Scratch()
@@ -214,6 +230,7 @@ func (s *Session) Closed() {
 	if !s.peerGone { // else closed already (PeerClosed)
 		s.hub.app.close(s.id, s.hub.clock.Now(), &sc.Fx)
 	}
+	s.releaseIdentity()
 	s.hub.forget(s)
 	s.hub.Route(&sc.Fx)
 	sc.Fx.Reset()
@@ -249,8 +266,13 @@ func (s *Session) Timer() {
 	if s.paused && s.resumeIfDrained() {
 		s.t.Wake() // serve what waited in the input
 	}
+	if s.paced && s.endPace(now) {
+		s.t.Wake()
+	}
 	next := s.deadline
 	switch {
+	case s.paced:
+		next = s.paceUntil
 	case s.paused:
 		// Like a parked request, a paused session is not reading: the
 		// per-line deadline starts again when it resumes.

@@ -25,6 +25,7 @@ const (
 	StatusErrorTypeMismatch         // rf: key used by another primitive kind
 	StatusErrorBarrierCountMismatch // rf: bwait count differs from the barrier's
 	StatusErrorNotLeader            // cluster: this node does not lead (spec §G)
+	StatusErrorDenied               // a policy refuses the request to its identity
 	numStatuses
 )
 
@@ -54,6 +55,7 @@ var statusText = [numStatuses]string{
 	StatusErrorTypeMismatch:         "error_type_mismatch",
 	StatusErrorBarrierCountMismatch: "error_barrier_count_mismatch",
 	StatusErrorNotLeader:            "error_not_leader",
+	StatusErrorDenied:               "error_denied",
 }
 
 // String returns the status's wire word.

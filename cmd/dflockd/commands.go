@@ -29,6 +29,7 @@ func init() {
 		{name: "version", usage: "usage: dflockd version\n\nPrints the version line and exits (as --version does).\n",
 			run: runVersion},
 		{name: "completion", usage: completionUsage, run: runCompletion},
+		{name: "policy", usage: policyUsage, run: runPolicy},
 		{name: "help", usage: "usage: dflockd help [COMMAND]\n\nPrints the flags (as --help does), or a command's help.\n",
 			run: runHelp},
 	}

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/policy"
 )
 
 // Config is the effective configuration of the dflockd binary.
@@ -72,7 +73,11 @@ type Config struct {
 	LogFormat               string // --log-format, DFLOCKD_LOG_FORMAT: "text" (default) or "json"
 	CPUProfile              string // --cpu-profile, DFLOCKD_CPU_PROFILE: Go CPU profile of the whole run ("" = none)
 
-	AuthToken      string // resolved token (see resolveAuthToken); "" = auth off
+	AuthToken string // resolved token (see resolveAuthToken); "" = auth off
+	// PolicyFile: --policy-file, DFLOCKD_POLICY_FILE; Policy is what it
+	// holds, read by LoadConfig (policy.go).
+	PolicyFile     string
+	Policy         *policy.Policy
 	FenceStateFile string // --fence-state-file, DFLOCKD_FENCE_STATE_FILE
 
 	Compat string // --compat, DFLOCKD_COMPAT: "v2" (default), "v1" or "rf"
@@ -275,6 +280,9 @@ func LoadConfig(args []string, getenv func(string) (string, bool), w io.Writer) 
 		errs = append(errs, err)
 	}
 	cfg.AuthToken = token
+	if err := loadPolicy(&cfg); err != nil {
+		errs = append(errs, err)
+	}
 	if err := checkGodistlock(&cfg); err != nil {
 		errs = append(errs, err)
 	}

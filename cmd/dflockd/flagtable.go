@@ -179,6 +179,11 @@ var settingGroups = []settingGroup{
 		{flag: flagAuthTokenFile, env: envAuthTokenFile, kind: kindManual, arg: "FILE", def: "unset",
 			usage: "read the token from this file (contents trimmed)"},
 	}},
+	{"Sharing one server between teams", []setting{
+		{flag: "policy-file", env: "DFLOCKD_POLICY_FILE", kind: kindString, arg: "FILE",
+			usage: "identities, permissions and quotas (README: Sharing one server between teams); SIGHUP reloads it",
+			field: func(c *Config) any { return &c.PolicyFile }},
+	}},
 	{"HTTP API (spec §F.2): --http-port serves it, with /health, /ready and /metrics", []setting{
 		{flag: "http-port", env: "DFLOCKD_HTTP_PORT", kind: kindInt, min: 0, max: maxPort, arg: "PORT",
 			usage: "serve the HTTP API on this TCP port, 0..65535 (0 = off); HTTPS with --tls-cert",

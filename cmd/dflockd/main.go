@@ -116,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ready := make(chan struct{})
 	scfg := session.Config{
 		Profile: profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
-		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events,
+		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events, Policy: cfg.Policy,
 	}
 
 	// The HTTP API's listener is bound first, so that a bind error is
@@ -183,6 +183,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	go func() {
 		for range hups {
 			reloadTLS(log, certs)
+			switch {
+			case hub != nil:
+				reloadPolicy(log, &cfg, hub)
+			case member != nil:
+				reloadPolicy(log, &cfg, member.hub)
+			}
 		}
 	}()
 

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dflockd-ng/dflockd/policy"
+	"github.com/dflockd-ng/dflockd/session"
+)
+
+const httpPolicy = `identity team-a
+  token %A
+  allow lock,signal,listen a.*
+  allow observe a.*
+identity team-b
+  token %B
+  allow lock b.*
+identity ops
+  token %O
+  allow observe,metrics,admin *
+`
+
+func policyServer(t *testing.T) *testServer {
+	src := strings.NewReplacer("%A", policy.TokenHash("tok-a"), "%B", policy.TokenHash("tok-b"),
+		"%O", policy.TokenHash("tok-ops")).Replace(httpPolicy)
+	p, err := policy.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newServer(t, setup{sess: session.Config{Policy: p}})
+}
+
+func bearer(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+// The HTTP API under a policy: the bearer token names the identity; a
+// route on another team's key is 403 forbidden with the deciding rule; a
+// session is its opener's only; an unknown token is 401; the unscoped
+// lists need observe on every key.
+func TestHTTPPolicy(t *testing.T) {
+	ts := policyServer(t)
+	expect(t, "no token", ts.send(req{method: "POST", path: "/v1/sessions"}), 401, codeUnauthorized)
+	expect(t, "unknown token", ts.send(req{method: "POST", path: "/v1/sessions", header: bearer("tok-x")}), 401, codeUnauthorized)
+
+	open := func(tok string) string {
+		r := ts.send(req{method: "POST", path: "/v1/sessions", header: bearer(tok)})
+		expect(t, "create session", r, 200, "")
+		var s sessionReply
+		r.decode(t, &s)
+		return s.SessionID
+	}
+	sa, sb := open("tok-a"), open("tok-b")
+	lockBody := map[string]int64{"acquire_timeout_s": 0}
+	expect(t, "team-b locks b.x", ts.send(req{method: "POST", path: "/v1/locks/b.x", body: lockBody, session: sb, header: bearer("tok-b")}), 200, "")
+	r := ts.send(req{method: "POST", path: "/v1/locks/b.x", body: lockBody, session: sa, header: bearer("tok-a")})
+	expect(t, "team-a locks b.x", r, 403, codeForbidden)
+	if !strings.Contains(string(r.body), "deny by default") {
+		t.Fatalf("403 without the reason: %s", r.body)
+	}
+	expect(t, "team-a locks a.x", ts.send(req{method: "POST", path: "/v1/locks/a.x", body: lockBody, session: sa, header: bearer("tok-a")}), 200, "")
+	expect(t, "team-a uses team-b's session", ts.send(req{method: "POST", path: "/v1/locks/a.y", body: lockBody, session: sb, header: bearer("tok-a")}), 410, codeSessionGone)
+	expect(t, "team-a signals b.x", ts.send(req{method: "POST", path: "/v1/signals/b.x", body: map[string]string{"payload": "p"}, header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "team-a's key view of a.x", ts.send(req{method: "GET", path: "/v1/keys/a.x", header: bearer("tok-a")}), 200, "")
+	expect(t, "team-a's key view of b.x", ts.send(req{method: "GET", path: "/v1/keys/b.x", header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "team-a's list of every key", ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "team-a's stats", ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "team-a's metrics", ts.send(req{method: "GET", path: "/metrics", header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "team-a force-releases b.x", ts.send(req{method: "POST", path: "/v1/admin/locks/b.x/release", body: map[string]any{}, header: bearer("tok-a")}), 403, codeForbidden)
+	expect(t, "ops' list of every key", ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-ops")}), 200, "")
+	expect(t, "ops' stats", ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-ops")}), 200, "")
+	if st, ok := ts.lockStat("b.x"); !ok || st.Key != "b.x" {
+		t.Fatal("team-b's lock did not survive team-a's attempts")
+	}
+	log := ts.hub.Refusals()
+	if len(log) < 7 || log[0].Identity != "team-a" || log[0].Key != "b.x" {
+		t.Fatalf("refusal log: %+v", log)
+	}
+}

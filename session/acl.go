@@ -1,0 +1,345 @@
+package session
+
+import (
+	"crypto/subtle"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/parse"
+	"github.com/dflockd-ng/dflockd/policy"
+	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
+)
+
+// Sharing one server between teams (package policy). With a policy, a
+// connection is an identity from its auth line's token (or its client
+// certificate), every request that touches a key is checked against the
+// identity's rules before the applier runs it, and the identity's quotas
+// bound what its connections do together. Without one, none of this runs:
+// a session's ident stays nil and exec skips the check.
+//
+// The check happens where a request arrives, never in a cluster's FSM: a
+// policy that changed between two members must not make replicas
+// disagree about the log.
+
+// AuthTokenIdentity names the --auth-token holder when a policy is set: it
+// may do everything, as it did before policies existed.
+const AuthTokenIdentity = "auth-token"
+
+// acl is a hub's policy state; nil when no policy is configured.
+type acl struct {
+	pol      atomic.Pointer[policy.Policy]
+	everyone *policy.Identity // the --auth-token identity, nil without one
+	log      refusalLog
+
+	mu    sync.Mutex
+	usage map[string]*Usage // by identity name; only names a policy defined
+}
+
+// Usage is what one identity's connections use together, and what was
+// refused it. It outlives reloads: a name keeps its figures.
+type Usage struct {
+	Name  string
+	Conns atomic.Int64
+	// rate: the GCRA's theoretical arrival time, in clock nanoseconds.
+	tat atomic.Int64
+	// Denied counts refusals by class; QuotaExceeded by quota kind.
+	Denied        [policy.NumClasses]atomic.Uint64
+	QuotaExceeded [NumQuotaKinds]atomic.Uint64
+}
+
+// Quota kinds, for QuotaExceeded and the metrics' kind label.
+const (
+	QuotaLocks = iota
+	QuotaWaiters
+	QuotaKeys
+	QuotaConns
+	QuotaRate
+	NumQuotaKinds
+)
+
+// QuotaKindNames are the metrics' kind labels, by quota kind.
+var QuotaKindNames = [NumQuotaKinds]string{"locks", "waiters", "keys", "conns", "rate"}
+
+func newACL(p *policy.Policy, authToken string) *acl {
+	a := &acl{usage: make(map[string]*Usage)}
+	if authToken != "" {
+		a.everyone = policy.Everyone(AuthTokenIdentity)
+	}
+	a.pol.Store(p)
+	return a
+}
+
+// usageOf returns the usage of the identity named name, made on first use.
+func (a *acl) usageOf(name string) *Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	u := a.usage[name]
+	if u == nil {
+		u = &Usage{Name: name}
+		a.usage[name] = u
+	}
+	return u
+}
+
+// Policy returns the hub's policy, or nil when none is configured.
+func (h *Hub) Policy() *policy.Policy {
+	if h.acl == nil {
+		return nil
+	}
+	return h.acl.pol.Load()
+}
+
+// SetPolicy replaces the policy (a reload): each connection looks its
+// identity up in the new one at its next request; one whose identity is
+// gone may then do nothing. A hub made without a policy cannot get one.
+func (h *Hub) SetPolicy(p *policy.Policy) bool {
+	if h.acl == nil || p == nil {
+		return false
+	}
+	h.acl.pol.Store(p)
+	return true
+}
+
+// Usages returns the figures of every identity seen so far.
+func (h *Hub) Usages() []*Usage {
+	if h.acl == nil {
+		return nil
+	}
+	h.acl.mu.Lock()
+	defer h.acl.mu.Unlock()
+	out := make([]*Usage, 0, len(h.acl.usage))
+	for _, u := range h.acl.usage {
+		out = append(out, u)
+	}
+	return out
+}
+
+// Refusals returns the last refusals, oldest first (GET /v1/acl/log).
+func (h *Hub) Refusals() []Refusal {
+	if h.acl == nil {
+		return nil
+	}
+	return h.acl.log.list()
+}
+
+// identify resolves an auth token with a policy: the --auth-token holder,
+// or the identity whose token it is, or nil. Both are always compared,
+// so the time taken does not tell which matched.
+func (a *acl) identify(token []byte, authToken string) *policy.Identity {
+	var id *policy.Identity
+	if a.everyone != nil && subtle.ConstantTimeCompare(token, []byte(authToken)) == 1 {
+		id = a.everyone
+	}
+	if byToken := a.pol.Load().ByToken(token); byToken != nil && id == nil {
+		id = byToken
+	}
+	return id
+}
+
+// admit makes id the session's identity, counting it against id's
+// connection quota; false: the quota is full (the caller closes).
+func (s *Session) admit(id *policy.Identity) bool {
+	u := s.hub.acl.usageOf(id.Name)
+	if max := id.Quota.Conns; max > 0 && u.Conns.Add(1) > max {
+		u.Conns.Add(-1)
+		u.QuotaExceeded[QuotaConns].Add(1)
+		s.hub.acl.log.add(Refusal{Identity: id.Name, Remote: s.remote(), Command: "auth", Reason: "quota conns reached"})
+		s.hub.cfg.Events.Warn("connection refused: the identity's conns quota is reached",
+			"remote", s.remote(), "identity", id.Name, "quota", max)
+		return false
+	} else if max == 0 {
+		u.Conns.Add(1)
+	}
+	s.ident, s.identPol, s.usage = id, s.hub.acl.pol.Load(), u
+	s.who.Store(id)
+	return true
+}
+
+// release gives back what the session counted against its identity.
+func (s *Session) releaseIdentity() {
+	if s.usage != nil {
+		s.usage.Conns.Add(-1)
+		s.usage = nil
+	}
+}
+
+// current returns the session's identity under the hub's policy now:
+// after a reload, its name is looked up again; an identity the new policy
+// lacks becomes policy.Nobody.
+func (s *Session) current() *policy.Identity {
+	p := s.hub.acl.pol.Load()
+	if p == s.identPol || s.ident.Everything() {
+		return s.ident
+	}
+	s.identPol = p
+	if id := p.Identity(s.ident.Name); id != nil {
+		s.ident = id
+	} else if s.ident != policy.Nobody {
+		s.ident = policy.Nobody
+	}
+	return s.ident
+}
+
+// refused checks a parsed request against the session's identity; when
+// it is refused, the refusal is counted and logged. It does not allocate
+// when the request is allowed.
+func (s *Session) refused(req *vocab.Request) bool {
+	chk, ok := policy.CheckOf(req.Op)
+	if !ok {
+		return false
+	}
+	id := s.current()
+	var allowed bool
+	switch {
+	case chk.Keyless:
+		allowed = id.AllowsSome(chk.Class)
+	case chk.Pattern:
+		allowed = id.AllowsPattern(chk.Class, req.Key)
+	default:
+		allowed = id.Allows(chk.Class, req.Key)
+	}
+	if allowed {
+		return false
+	}
+	_, why := id.Explain(chk.Class, req.Key, chk.Pattern)
+	s.usage.Denied[chk.Class].Add(1)
+	r := Refusal{Identity: id.Name, Remote: s.remote(), Command: req.Op.String(), Key: printable(req.Key),
+		Class: chk.Class.String(), Reason: why}
+	s.hub.acl.log.add(r)
+	s.hub.cfg.Events.Warn("request denied", "identity", r.Identity, "remote", r.Remote, "command", r.Command,
+		"key", r.Key, "class", r.Class, "rule", r.Reason)
+	return true
+}
+
+// deny appends the refusal of a request: error_denied, which every dflockd
+// client takes for a server error (it is not ok, acquired, queued or
+// timeout), with the word in its message; the connection stays open.
+func (s *Session) deny(out []byte) []byte {
+	s.countReply(vocab.StatusErrorDenied)
+	return parse.AppendStatus(out, vocab.StatusErrorDenied)
+}
+
+// pace takes one request from the identity's rate (a GCRA with a burst of
+// one second's worth) and returns how long to wait before running it: 0
+// when it may run now.
+func (u *Usage) pace(rate int64, now timerwheel.Instant) time.Duration {
+	interval := int64(time.Second) / rate
+	burst := int64(time.Second) - interval // tolerance: one second's worth at once
+	for {
+		tat := u.tat.Load()
+		t := max(tat, int64(now))
+		if wait := t - int64(now) - burst; wait > 0 {
+			return time.Duration(wait)
+		}
+		if u.tat.CompareAndSwap(tat, t+interval) {
+			return 0
+		}
+	}
+}
+
+func (s *Session) remote() string {
+	if a := s.t.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// Refusal is one refused request, as GET /v1/acl/log shows it.
+type Refusal struct {
+	At       time.Time `json:"at"`
+	Identity string    `json:"identity"`
+	Remote   string    `json:"remote"`
+	Command  string    `json:"command"`
+	Key      string    `json:"key,omitempty"`
+	Class    string    `json:"class,omitempty"`
+	Reason   string    `json:"reason"`
+}
+
+// refusalLogSize is how many refusals the log keeps: enough to see a
+// misconfigured client's pattern, small enough to list in one reply.
+const refusalLogSize = 128
+
+// refusalLog is a ring of the last refusals.
+type refusalLog struct {
+	mu   sync.Mutex
+	ring [refusalLogSize]Refusal
+	n    uint64
+}
+
+func (l *refusalLog) add(r Refusal) {
+	r.At = time.Now().UTC()
+	l.mu.Lock()
+	l.ring[l.n%refusalLogSize] = r
+	l.n++
+	l.mu.Unlock()
+}
+
+func (l *refusalLog) list() []Refusal {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := min(l.n, refusalLogSize)
+	out := make([]Refusal, 0, n)
+	for i := l.n - n; i < l.n; i++ {
+		out = append(out, l.ring[i%refusalLogSize])
+	}
+	return out
+}
+
+// overRate reports whether the session's identity is over its rate: the
+// session is then paced, reading nothing until its turn (endPace), so a
+// flood costs the server a timer, not a reply per request.
+func (s *Session) overRate(now timerwheel.Instant) bool {
+	rate := s.ident.Quota.Rate
+	if rate <= 0 {
+		return false
+	}
+	wait := s.usage.pace(rate, now)
+	if wait <= 0 {
+		return false
+	}
+	s.usage.QuotaExceeded[QuotaRate].Add(1)
+	ms := (int64(wait) + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	s.paced = true
+	s.paceUntil = now.After(ms)
+	s.t.PauseRead()
+	s.t.SetTimer(s.paceUntil)
+	return true
+}
+
+// endPace resumes a paced session whose turn came; it reports whether the
+// transport should serve the input that waited.
+func (s *Session) endPace(now timerwheel.Instant) bool {
+	if !now.Passed(s.paceUntil) {
+		return false
+	}
+	s.paced = false
+	if !s.paused && !s.readOff {
+		s.t.ResumeRead()
+	}
+	s.deadline = now.After(s.hub.rtMs) // not read meanwhile
+	return true
+}
+
+// scopeStats is the stats document an identity may see: the entries of
+// keys it may observe, and its own connections.
+func scopeStats(st *vocab.Stats, id *policy.Identity, u *Usage) *vocab.Stats {
+	id.ScopeStats(st)
+	st.Connections = int(u.Conns.Load())
+	return st
+}
+
+// RecordRefusal adds a refusal made elsewhere (the HTTP API) to the log,
+// the identity's counters and the rate-limited log lines.
+func (h *Hub) RecordRefusal(r Refusal) {
+	if h.acl == nil {
+		return
+	}
+	if c, ok := policy.ClassNamed(r.Class); ok {
+		h.acl.usageOf(r.Identity).Denied[c].Add(1)
+	}
+	h.acl.log.add(r)
+	h.cfg.Events.Warn("request denied", "identity", r.Identity, "remote", r.Remote, "command", r.Command,
+		"key", r.Key, "class", r.Class, "rule", r.Reason)
+}

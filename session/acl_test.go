@@ -1,0 +1,222 @@
+package session
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/policy"
+	"github.com/dflockd-ng/dflockd/vocab"
+)
+
+func mustPolicy(t testing.TB, src string) *policy.Policy {
+	t.Helper()
+	src = strings.NewReplacer("%A", policy.TokenHash("tok-a"), "%B", policy.TokenHash("tok-b"),
+		"%O", policy.TokenHash("tok-ops")).Replace(src)
+	p, err := policy.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const teamsPolicy = `
+identity team-a
+  token %A
+  allow lock,read,write,signal,listen,observe a/*
+  quota conns=2
+identity team-b
+  token %B
+  allow * b/*
+identity ops
+  token %O
+  allow observe *
+`
+
+func aclFake(t *testing.T, src string, profile vocab.Profile) *fakeServer {
+	return newFakeServer(t, Config{Policy: mustPolicy(t, src), AuthToken: testAuth, Profile: profile,
+		ReadTimeout: 30 * time.Second}, engine.Config{})
+}
+
+// A policy's identities: a token names one; every request touching a key
+// is checked; a refusal is error_denied on a connection that stays open;
+// the --auth-token holder may do everything; a token no identity has is
+// today's failed auth.
+func TestPolicyIdentitiesAndDenials(t *testing.T) {
+	fs := aclFake(t, teamsPolicy, vocab.ProfileV2)
+	a := fs.open()
+	if got := fs.traffic(a, request("auth", "_", "tok-a")); got != "ok\n" {
+		t.Fatalf("auth tok-a: %q", got)
+	}
+	if got := fs.traffic(a, request("l", "a/job", "0 10")); !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("team-a l a/job: %q", got)
+	}
+	for _, req := range []string{
+		request("l", "b/job", "0 10"), request("r", "b/job", tokenFor(1)), request("n", "b/job", tokenFor(1)),
+		request("e", "b/job", "10"), request("w", "b/job", "0"), request("sl", "b/sem", "0 3"),
+		request("incr", "b/n", "1"), request("get", "b/n", "_"), request("kget", "b/k", "_"),
+		request("watch", "b/k", "_"), request("watch", ">", "_"), request("listen", "b.>", "_"),
+		request("signal", "b.x", "hi"), request("elect", "b/e", "0 10"), request("observe", "b/e", "_"),
+	} {
+		if got := fs.traffic(a, req); got != "error_denied\n" {
+			t.Fatalf("team-a %q: %q, want error_denied", req, got)
+		}
+	}
+	if a.closed {
+		t.Fatal("a refusal closed the connection")
+	}
+	if got := fs.traffic(a, request("ping", "_", "_")); got != "ok\n" {
+		t.Fatalf("ping after refusals: %q", got)
+	}
+	refusals := fs.hub.Refusals()
+	if len(refusals) != 15 || refusals[0].Identity != "team-a" || refusals[0].Command != "l" || refusals[0].Key != "b/job" ||
+		!strings.Contains(refusals[0].Reason, "deny by default") {
+		t.Fatalf("refusal log: %d entries, first %+v", len(refusals), refusals[0])
+	}
+
+	op := fs.open()
+	if got := fs.traffic(op, request("auth", "_", testAuth)); got != "ok\n" {
+		t.Fatalf("auth with --auth-token: %q", got)
+	}
+	if got := fs.traffic(op, request("l", "b/job", "0 10")); !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("--auth-token holder l b/job: %q", got)
+	}
+
+	bad := fs.open()
+	got := fs.traffic(bad, request("auth", "_", "tok-nobody"))
+	expectCooldownClose(t, fs, bad, got, "error_auth\n")
+
+	noAuth := fs.open()
+	got = fs.traffic(noAuth, request("l", "a/x", "0"))
+	expectCooldownClose(t, fs, noAuth, got, "error_auth\n")
+}
+
+// stats shows an identity only the keys it may observe, and its own
+// connections; an identity with no observe rule is refused it.
+func TestPolicyScopedStats(t *testing.T) {
+	fs := aclFake(t, teamsPolicy, vocab.ProfileRF)
+	a, b, op := fs.open(), fs.open(), fs.open()
+	fs.traffic(a, request("auth", "_", "tok-a"))
+	fs.traffic(b, request("auth", "_", "tok-b"))
+	fs.traffic(op, request("auth", "_", "tok-ops"))
+	fs.traffic(a, request("l", "a/held", "0 60"))
+	fs.traffic(b, request("l", "b/held", "0 60"))
+	fs.traffic(b, request("incr", "b/count", "1"))
+	sa := fs.traffic(a, request("stats", "_", "_"))
+	if !strings.Contains(sa, `"a/held"`) || strings.Contains(sa, "b/") || !strings.Contains(sa, `"connections":1`) {
+		t.Fatalf("team-a's stats: %s", sa)
+	}
+	sb := fs.traffic(b, request("stats", "_", "_"))
+	if got := fs.traffic(b, request("stats", "_", "_")); got != sb || !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("team-b (may observe b/*) stats: %s", got)
+	}
+	if strings.Contains(sb, "a/held") || !strings.Contains(sb, `"b/held"`) || !strings.Contains(sb, `"b/count"`) {
+		t.Fatalf("team-b's stats: %s", sb)
+	}
+	so := fs.traffic(op, request("stats", "_", "_"))
+	if !strings.Contains(so, "a/held") || !strings.Contains(so, "b/held") {
+		t.Fatalf("ops' stats: %s", so)
+	}
+	// team-a with observe removed: stats refused.
+	fs.hub.SetPolicy(mustPolicy(t, strings.Replace(teamsPolicy, "listen,observe a/*", "listen a/*", 1)))
+	if got := fs.traffic(a, request("stats", "_", "_")); got != "error_denied\n" {
+		t.Fatalf("stats without observe: %q", got)
+	}
+}
+
+// A reload: a connection whose identity lost a permission is refused on
+// its next request, its held lock stays held; an identity removed may do
+// nothing; no connection is closed.
+func TestPolicyReload(t *testing.T) {
+	fs := aclFake(t, teamsPolicy, vocab.ProfileV2)
+	a := fs.open()
+	fs.traffic(a, request("auth", "_", "tok-a"))
+	if got := fs.traffic(a, request("l", "a/held", "0 60")); !strings.HasPrefix(got, "ok ") {
+		t.Fatal(got)
+	}
+	fs.hub.SetPolicy(mustPolicy(t, strings.Replace(teamsPolicy, "allow lock,read,write", "allow read,write", 1)))
+	if got := fs.traffic(a, request("l", "a/other", "0 60")); got != "error_denied\n" {
+		t.Fatalf("lock after the reload took lock away: %q", got)
+	}
+	if got := fs.traffic(a, request("incr", "a/n", "1")); got != "ok 1\n" {
+		t.Fatalf("write, still allowed: %q", got)
+	}
+	if st := fs.eng.LockStats(fs.clock.Now(), 0); len(st.Locks) != 1 || st.Locks[0].Key != "a/held" {
+		t.Fatalf("the lock held before the reload: %+v", st.Locks)
+	}
+	fs.hub.SetPolicy(mustPolicy(t, "identity team-b\n token %B\n allow * b/*\n"))
+	if got := fs.traffic(a, request("incr", "a/n", "1")); got != "error_denied\n" {
+		t.Fatalf("an identity the policy no longer has: %q", got)
+	}
+	if a.closed {
+		t.Fatal("a reload closed a connection")
+	}
+}
+
+// The conns quota: past it, a connection's auth closes it, and the
+// identity's counter rises; a closed connection gives its place back.
+func TestPolicyConnsQuota(t *testing.T) {
+	fs := aclFake(t, teamsPolicy, vocab.ProfileV2)
+	c1, c2, c3 := fs.open(), fs.open(), fs.open()
+	for _, c := range []*fakeConn{c1, c2} {
+		if got := fs.traffic(c, request("auth", "_", "tok-a")); got != "ok\n" {
+			t.Fatal(got)
+		}
+	}
+	if got := fs.traffic(c3, request("auth", "_", "tok-a")); got != "" {
+		t.Fatalf("third connection of a conns=2 identity answered %q", got)
+	}
+	fs.runTimers(time.Millisecond)
+	if !c3.closed {
+		t.Fatal("the third connection is still open")
+	}
+	var u *Usage
+	for _, x := range fs.hub.Usages() {
+		if x.Name == "team-a" {
+			u = x
+		}
+	}
+	if u == nil || u.Conns.Load() != 2 || u.QuotaExceeded[QuotaConns].Load() != 1 {
+		t.Fatalf("usage %+v", u)
+	}
+	fs.closeConn(c1)
+	c4 := fs.open()
+	if got := fs.traffic(c4, request("auth", "_", "tok-a")); got != "ok\n" {
+		t.Fatalf("after a close, a new connection: %q", got)
+	}
+}
+
+// The rate quota paces: requests past the identity's rate wait, unread,
+// until its bucket refills, then are all answered in order; none is
+// refused.
+func TestPolicyRatePaces(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	var in strings.Builder
+	for range 25 {
+		in.WriteString(request("incr", "n", "1"))
+	}
+	got := fs.traffic(c, in.String())
+	if n := strings.Count(got, "\n"); n != 10 {
+		t.Fatalf("answered %d of 25 at once, want the burst of 10: %q", n, got)
+	}
+	if !c.readPaused {
+		t.Fatal("reading not paused while paced")
+	}
+	for range 50 {
+		if strings.Count(string(c.out), "\n") == 26 { // the auth's ok and 25 replies
+			break
+		}
+		fs.runTimers(100 * time.Millisecond)
+	}
+	replies := strings.Split(strings.TrimSuffix(string(c.out), "\n"), "\n")
+	if len(replies) != 26 || replies[25] != "ok 25" {
+		t.Fatalf("after pacing: %d replies, last %q", len(replies), replies[len(replies)-1])
+	}
+	if c.closed {
+		t.Fatal("pacing closed the connection")
+	}
+}
