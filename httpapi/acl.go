@@ -111,6 +111,9 @@ var routeChecks = map[string]routeCheck{
 	"GET /ready":                         {nothing: true},
 	"GET " + uiPath:                      {nothing: true}, // the page; its data routes are checked
 	"GET /v1/stats":                      {class: policy.Observe, all: true},
+	"GET /v1/acl/whoami":                 {nothing: true},
+	"GET /v1/acl/log":                    {class: policy.Admin, some: true},
+	"GET /v1/acl/check":                  {class: policy.Admin, some: true},
 	"GET /metrics":                       {class: policy.Metrics, some: true},
 	"GET /v1/signals":                    {class: policy.Listen, query: "pattern"},
 	"POST /v1/signals/{channel}":         {class: policy.Signal, path: "channel"},

@@ -75,3 +75,48 @@ func TestHTTPPolicy(t *testing.T) {
 		t.Fatalf("refusal log: %+v", log)
 	}
 }
+
+// The acl routes: whoami for any identity, the log and check for admins;
+// without a policy, 404.
+func TestHTTPACLRoutes(t *testing.T) {
+	ts := policyServer(t)
+	r := ts.send(req{method: "GET", path: "/v1/acl/whoami", header: bearer("tok-a")})
+	expect(t, "whoami", r, 200, "")
+	var who whoamiReply
+	r.decode(t, &who)
+	if who.Identity != "team-a" || who.Everything || len(who.PolicyVersion) != 16 {
+		t.Fatalf("whoami: %+v", who)
+	}
+	expect(t, "team-a reads the log", ts.send(req{method: "GET", path: "/v1/acl/log", header: bearer("tok-a")}), 403, codeForbidden)
+	r = ts.send(req{method: "GET", path: "/v1/acl/log", header: bearer("tok-ops")})
+	expect(t, "ops reads the log", r, 200, "")
+	var log aclLogReply
+	r.decode(t, &log)
+	if len(log.Refusals) != 1 || log.Refusals[0].Identity != "team-a" || log.Refusals[0].Command != "GET /v1/acl/log" {
+		t.Fatalf("log: %+v", log)
+	}
+	for _, tc := range []struct {
+		q       string
+		allowed bool
+		reason  string
+	}{
+		{"identity=team-a&command=l&key=a.job", true, "allow lock,signal,listen a.*"},
+		{"identity=team-a&command=l&key=b.job", false, "deny by default"},
+		{"identity=team-a&command=listen&key=a.>", true, "allow lock,signal,listen a.*"},
+		{"identity=team-b&command=ping&key=_", true, "not checked"},
+		{"identity=team-b&command=stats&key=_", false, "names no key"},
+	} {
+		r := ts.send(req{method: "GET", path: "/v1/acl/check?" + tc.q, header: bearer("tok-ops")})
+		expect(t, "check "+tc.q, r, 200, "")
+		var c aclCheckReply
+		r.decode(t, &c)
+		if c.Allowed != tc.allowed || !strings.Contains(c.Reason, tc.reason) {
+			t.Errorf("check %s: %+v, want allowed %v and %q", tc.q, c, tc.allowed, tc.reason)
+		}
+	}
+	expect(t, "check of an unknown identity", ts.send(req{method: "GET", path: "/v1/acl/check?identity=x&command=l&key=k", header: bearer("tok-ops")}), 404, codeNotFound)
+	expect(t, "check of an unknown command", ts.send(req{method: "GET", path: "/v1/acl/check?identity=team-a&command=zz&key=k", header: bearer("tok-ops")}), 400, codeBadRequest)
+
+	plain := newServer(t, setup{})
+	expect(t, "acl log without a policy", plain.send(req{method: "GET", path: "/v1/acl/log"}), 404, codeNotFound)
+}

@@ -130,6 +130,11 @@ func newCollector(src Sources) *collector {
 		{"dflockd_fence_persist_stalls_total", "Grants that waited for a fence ceiling to be persisted.", nil},
 		{"dflockd_fence_persist_failed", "1 once persisting the fence ceiling has failed (grants answer error), else 0.", nil},
 		{"dflockd_fence_persist_max_seconds", "Longest persist of the fence ceiling so far.", nil},
+		{"dflockd_policy_info", "With --policy-file: 1, labelled with the policy's version (the first 16 hex digits of the file's SHA-256); members that show different versions enforce different policies.", []string{"version"}},
+		{"dflockd_policy_identities", "With --policy-file: identities the policy defines.", nil},
+		{"dflockd_identity_connections", "With --policy-file: open connections by identity.", []string{"identity"}},
+		{"dflockd_denied_total", "With --policy-file: requests refused by the policy, by identity and class of command.", []string{"identity", "class"}},
+		{"dflockd_quota_exceeded_total", "With --policy-file: requests or connections past an identity's quota, by identity and quota (locks, waiters, keys, conns; rate counts requests paced).", []string{"identity", "kind"}},
 	} {
 		c.descs[d.name] = desc(d.name, d.help, d.labels...)
 	}
@@ -196,6 +201,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter("dflockd_pushes_total", counts.Pushes)
 	counter("dflockd_slow_consumers_total", counts.SlowConsumers)
+	c.collectPolicy(gauge, counter)
 
 	if src.Fences != nil {
 		fs := src.Fences.Stats()

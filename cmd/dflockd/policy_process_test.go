@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,4 +153,60 @@ func TestPolicyFileBadAtStart(t *testing.T) {
 		stdout.String() != "token "+policy.TokenHash("tok-a")+"\n" {
 		t.Fatalf("policy hash: %d %q %q", code, stdout.String(), stderr.String())
 	}
+}
+
+// /metrics under a policy: an identity with the metrics class reads it;
+// the refusals show by identity and class, the policy's version and the
+// identities' connections too.
+func TestPolicyMetrics(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy")
+	writePolicy(t, file, policyTwoTeams+"identity ops\n token "+policy.TokenHash("tok-ops")+"\n allow metrics *\n")
+	_, httpPort, _ := net.SplitHostPort(freeAddr(t))
+	p := startProc(t, "--policy-file", file, "--http-port", httpPort)
+	a := dialPolicy(t, p.addr, "tok-a")
+	for range 3 {
+		if got := a.do("l", "b/x", "0"); got != "error_denied" {
+			t.Fatal(got)
+		}
+	}
+	get := func(tok string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+httpPort+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("tok-a"); code != 403 {
+		t.Fatalf("team-a's /metrics: %d, want 403", code)
+	}
+	code, body := get("tok-ops")
+	for _, want := range []string{
+		`dflockd_denied_total{class="lock",identity="team-a"} 3`,
+		`dflockd_denied_total{class="metrics",identity="team-a"} 1`,
+		`dflockd_identity_connections{identity="team-a"} 1`,
+		`dflockd_policy_identities 3`,
+		`dflockd_policy_info{version="`,
+		`dflockd_errors_total{status="error_denied"} 3`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("/metrics (%d) lacks %q:\n%s", code, want, grepLines(body, "dflockd_denied|dflockd_identity|dflockd_policy|error_denied"))
+		}
+	}
+}
+
+func grepLines(s, alternatives string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, a := range strings.Split(alternatives, "|") {
+			if strings.Contains(l, a) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
