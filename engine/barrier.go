@@ -41,7 +41,7 @@ func (e *Engine) bwait(s *session, r *vocab.Request, now timerwheel.Instant, fx 
 	defer sh.unlock()
 	b := sh.barriers[string(r.Key)]
 	if b == nil {
-		if !e.admitKey() {
+		if !e.admitKey(nil) {
 			return status(vocab.StatusErrorMaxKeys)
 		}
 		b = &barrier{key: string(r.Key), count: int(r.N)}
@@ -83,7 +83,7 @@ func (sh *shard) tripLocked(b *barrier, st vocab.Status) {
 		sh.deliverLocked(w.sess, status(st))
 	}
 	delete(sh.barriers, b.key)
-	sh.eng.forgetKey()
+	sh.eng.forgetKey(nil)
 }
 
 func (sh *shard) endBarrierWaitLocked(w *barrierWaiter) {
@@ -106,7 +106,7 @@ func (sh *shard) leaveBarrierLocked(w *barrierWaiter) {
 func (sh *shard) dropBarrierIfEmptyLocked(b *barrier) {
 	if b.parts.n == 0 && sh.barriers[b.key] == b {
 		delete(sh.barriers, b.key)
-		sh.eng.forgetKey()
+		sh.eng.forgetKey(nil)
 	}
 }
 

@@ -11,11 +11,12 @@ import (
 type counter struct {
 	value      int64
 	lastActive timerwheel.Tick
+	tenant     *Tenant // whose key it is (tenant.go); nil: nobody's
 }
 
 // counterOp serves incr, decr, get and cset. Overflow is an error that
 // leaves the value unchanged.
-func (e *Engine) counterOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) counterOp(id SessionID, r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
@@ -52,10 +53,11 @@ func (e *Engine) counterOp(r *vocab.Request, now timerwheel.Instant, fx *Effects
 		next = r.N
 	}
 	if c == nil {
-		if !e.admitKey() {
+		t := e.tenantOf(id)
+		if !e.admitKey(t) {
 			return status(vocab.StatusErrorMaxKeys)
 		}
-		c = &counter{}
+		c = &counter{tenant: t}
 		sh.counters[string(r.Key)] = c
 	}
 	c.value, c.lastActive = next, now.Tick()
@@ -79,16 +81,23 @@ func addInt64(a, b int64) (int64, bool) {
 
 // admitKey reserves one slot of --max-keys (counters, KV entries, lists
 // and barriers together, spec §B.8); forgetKey gives it back.
-func (e *Engine) admitKey() bool {
+func (e *Engine) admitKey(t *Tenant) bool {
+	if !admitTenantKey(t) {
+		return false
+	}
 	if e.cfg.MaxKeys <= 0 {
 		e.rfKeys.Add(1)
 		return true
 	}
 	if e.rfKeys.Add(1) > int64(e.cfg.MaxKeys) {
 		e.rfKeys.Add(-1)
+		forgetTenantKey(t)
 		return false
 	}
 	return true
 }
 
-func (e *Engine) forgetKey() { e.rfKeys.Add(-1) }
+func (e *Engine) forgetKey(t *Tenant) {
+	e.rfKeys.Add(-1)
+	forgetTenantKey(t)
+}

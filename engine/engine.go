@@ -319,9 +319,9 @@ func (e *Engine) request(c *Command, fx *Effects, out *Result) {
 	case vocab.OpWait, vocab.OpSemWait, vocab.OpReadWait, vocab.OpWriteWait:
 		*out = e.wait(e.mustSession(c.Session), ns, r.Key, r.Timeout*1000, now, fx)
 	case vocab.OpIncr, vocab.OpDecr, vocab.OpGet, vocab.OpCSet:
-		*out = e.counterOp(r, now, fx)
+		*out = e.counterOp(c.Session, r, now, fx)
 	case vocab.OpKSet, vocab.OpKGet, vocab.OpKDel, vocab.OpKCAS:
-		*out = e.kvOp(r, now, fx)
+		*out = e.kvOp(c.Session, r, now, fx)
 	case vocab.OpLPush, vocab.OpRPush, vocab.OpLPop, vocab.OpRPop, vocab.OpLLen, vocab.OpLRange,
 		vocab.OpBLPop, vocab.OpBRPop:
 		*out = e.listOp(c.Session, r, now, fx)

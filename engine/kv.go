@@ -19,6 +19,8 @@ type kvEntry struct {
 	// ver changes with every write, so a collected TTL timer can tell
 	// that the entry was set again meanwhile (advance.go).
 	ver uint32
+	// tenant is whose key it is (tenant.go); nil: nobody's.
+	tenant *Tenant
 }
 
 // expired reports whether a TTL'd entry is past its deadline (the timer
@@ -28,7 +30,7 @@ func (kv *kvEntry) expired(now timerwheel.Instant) bool {
 }
 
 // kvOp serves kset, kget, kdel and kcas.
-func (e *Engine) kvOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
+func (e *Engine) kvOp(id SessionID, r *vocab.Request, now timerwheel.Instant, fx *Effects) Result {
 	sh := e.shardFor(r.Key)
 	sh.lock(fx)
 	defer sh.unlock()
@@ -62,10 +64,11 @@ func (e *Engine) kvOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Res
 	}
 	// kset, or a kcas whose expectation held.
 	if kv == nil {
-		if !e.admitKey() {
+		t := e.tenantOf(id)
+		if !e.admitKey(t) {
 			return status(vocab.StatusErrorMaxKeys)
 		}
-		kv = &kvEntry{key: string(r.Key)}
+		kv = &kvEntry{key: string(r.Key), tenant: t}
 		kv.timer.Kind = timerKV
 		sh.kv[kv.key] = kv
 	}
@@ -85,5 +88,5 @@ func (e *Engine) kvOp(r *vocab.Request, now timerwheel.Instant, fx *Effects) Res
 func (sh *shard) deleteKVLocked(kv *kvEntry) {
 	sh.cancelLocked(&kv.timer)
 	delete(sh.kv, kv.key)
-	sh.eng.forgetKey()
+	sh.eng.forgetKey(kv.tenant)
 }

@@ -15,6 +15,7 @@ type list struct {
 	head       int
 	waiters    popList
 	lastActive timerwheel.Tick
+	tenant     *Tenant // whose key it is (tenant.go); nil: nobody's
 }
 
 func (l *list) len() int { return len(l.items) - l.head }
@@ -81,7 +82,7 @@ func (e *Engine) listOp(id SessionID, r *vocab.Request, now timerwheel.Instant, 
 	l := sh.lists[string(r.Key)]
 	switch r.Op {
 	case vocab.OpLPush, vocab.OpRPush:
-		return sh.pushLocked(l, r, now)
+		return sh.pushLocked(id, l, r, now)
 	case vocab.OpLLen:
 		if l == nil {
 			return Result{Status: vocab.StatusOK, Kind: KindInt}
@@ -111,10 +112,11 @@ func (e *Engine) listOp(id SessionID, r *vocab.Request, now timerwheel.Instant, 
 	}
 	if l == nil {
 		// The list entry that holds the waiter counts as a key (§B.7).
-		if !e.admitKey() {
+		t := e.tenantOf(id)
+		if !e.admitKey(t) {
 			return status(vocab.StatusErrorMaxKeys)
 		}
-		l = &list{key: string(r.Key)}
+		l = &list{key: string(r.Key), tenant: t}
 		sh.lists[l.key] = l
 	}
 	s := e.mustSession(id)
@@ -129,7 +131,7 @@ func (e *Engine) listOp(id SessionID, r *vocab.Request, now timerwheel.Instant, 
 
 // pushLocked hands the value to the oldest parked popper, whichever end
 // either side names, or stores it (spec §B.7).
-func (sh *shard) pushLocked(l *list, r *vocab.Request, now timerwheel.Instant) Result {
+func (sh *shard) pushLocked(id SessionID, l *list, r *vocab.Request, now timerwheel.Instant) Result {
 	e := sh.eng
 	if l != nil && l.waiters.n > 0 {
 		w := l.waiters.head
@@ -146,10 +148,11 @@ func (sh *shard) pushLocked(l *list, r *vocab.Request, now timerwheel.Instant) R
 		return Result{Status: vocab.StatusOK, Kind: KindInt, Int: n}
 	}
 	if l == nil {
-		if !e.admitKey() {
+		t := e.tenantOf(id)
+		if !e.admitKey(t) {
 			return status(vocab.StatusErrorMaxKeys)
 		}
-		l = &list{key: string(r.Key)}
+		l = &list{key: string(r.Key), tenant: t}
 		sh.lists[l.key] = l
 	} else if e.cfg.MaxListLength > 0 && l.len() >= e.cfg.MaxListLength {
 		return status(vocab.StatusErrorListFull)
@@ -176,7 +179,7 @@ func (sh *shard) endPopLocked(w *popWaiter) {
 func (sh *shard) dropEmptyListLocked(l *list) {
 	if l.len() == 0 && l.waiters.n == 0 && sh.lists[l.key] == l {
 		delete(sh.lists, l.key)
-		sh.eng.forgetKey()
+		sh.eng.forgetKey(l.tenant)
 	}
 }
 

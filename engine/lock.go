@@ -19,6 +19,11 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		*out = Result{Status: st}
 		return
 	}
+	queue := r.queue.n != 0 || !r.fits(m.writer)
+	if st := sess.admitClaim(queue && timeoutMs > 0); st != vocab.StatusOK {
+		*out = Result{Status: st} // the identity's quota (tenant.go)
+		return
+	}
 	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
 		sh.grantAnswer(sl, out)
 		return
@@ -79,7 +84,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl := sh.newSlotLocked(r, sess)
 	sl.lease = leaseMs
 	sl.writer, sl.elect = m.writer, m.elect
-	sl.state = slotWaiting
+	sl.setState(slotWaiting)
 	stamp(sl, now)
 	r.ownQueue().pushBack(sl)
 	sh.noteLocked(EventQueue, sl, now)
@@ -135,7 +140,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 	sl.fence = f
 	sh.waitEndedLocked(sl, now, true)
 	stamp(sl, now)
-	sl.state = slotHolding
+	sl.setState(slotHolding)
 	sl.res.holders.pushBack(sl)
 	sh.noteLocked(EventGrant, sl, now)
 	sh.counts.grants++
@@ -226,7 +231,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
 	sh.cancelLocked(&sl.timer)
-	sl.state = slotLapsed
+	sl.setState(slotLapsed)
 	sh.lapsed.pushBack(sl)
 	sh.watchEventLocked(evRelease, r.key)
 	sh.handOffLocked(r, now)

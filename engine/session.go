@@ -48,6 +48,9 @@ type session struct {
 	// queue holds, encoded and in order, the requests the session sent
 	// behind its request that waits (queue.go); empty on a single node.
 	queue []byte
+	// tenant is what the session's claims and keys count against
+	// (tenant.go); nil: no quota.
+	tenant *Tenant
 }
 
 type claim struct {

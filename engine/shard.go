@@ -197,7 +197,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	for k, c := range s.counters {
 		if c.value == 0 && old(c.lastActive) {
 			delete(s.counters, k)
-			s.eng.forgetKey()
+			s.eng.forgetKey(c.tenant)
 		}
 	}
 	// dflockd's redis-feats line also drops KV entries without a TTL after
@@ -234,7 +234,7 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	s.cancelLocked(&sl.timer)
 	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
-	sl.state = slotFree
+	sl.setState(slotFree)
 	sl.res, sl.sess = nil, nil
 	sl.twoPhase, sl.blocked, sl.elect, sl.writer, sl.untimed = false, false, false, false, false
 	sl.tag, sl.fence = 0, 0

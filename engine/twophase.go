@@ -27,6 +27,9 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 	if r == nil {
 		return status(st)
 	}
+	if st := sess.admitClaim(r.queue.n != 0 || !r.fits(m.writer)); st != vocab.StatusOK {
+		return status(st) // the identity's quota (tenant.go)
+	}
 	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
 		var res Result
 		sh.grantAnswer(sl, &res)

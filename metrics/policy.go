@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/session"
 )
@@ -24,7 +25,16 @@ func (c *collector) collectPolicy(gauge func(string, float64, ...string), counte
 			}
 		}
 		for k := range session.NumQuotaKinds {
-			if n := u.QuotaExceeded[k].Load(); n > 0 {
+			n := u.QuotaExceeded[k].Load()
+			switch k { // the engine counts these (engine/tenant.go)
+			case session.QuotaLocks:
+				n = u.Tenant.Refused[engine.TenantClaims].Load()
+			case session.QuotaWaiters:
+				n = u.Tenant.Refused[engine.TenantWaiters].Load()
+			case session.QuotaKeys:
+				n = u.Tenant.Refused[engine.TenantKeys].Load()
+			}
+			if n > 0 {
 				counter("dflockd_quota_exceeded_total", n, u.Name, session.QuotaKindNames[k])
 			}
 		}

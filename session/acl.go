@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -42,6 +43,9 @@ type acl struct {
 type Usage struct {
 	Name  string
 	Conns atomic.Int64
+	// Tenant is what the engine counts of the identity's claims and keys,
+	// against its quotas: a single node's only (engine/tenant.go).
+	Tenant engine.Tenant
 	// rate: the GCRA's theoretical arrival time, in clock nanoseconds.
 	tat atomic.Int64
 	// Denied counts refusals by class; QuotaExceeded by quota kind.
@@ -99,8 +103,20 @@ func (h *Hub) SetPolicy(p *policy.Policy) bool {
 		return false
 	}
 	h.acl.pol.Store(p)
+	h.acl.mu.Lock()
+	for name, u := range h.acl.usage {
+		if id := p.Identity(name); id != nil {
+			u.setLimits(id.Quota)
+		} else {
+			u.Tenant.SetLimits(0, 0, 0) // refused everything anyway
+		}
+	}
+	h.acl.mu.Unlock()
 	return true
 }
+
+// setLimits gives the engine the identity's quotas.
+func (u *Usage) setLimits(q policy.Quota) { u.Tenant.SetLimits(q.Locks, q.Waiters, q.Keys) }
 
 // Usages returns the figures of every identity seen so far.
 func (h *Hub) Usages() []*Usage {
@@ -154,6 +170,12 @@ func (s *Session) admit(id *policy.Identity) bool {
 	}
 	s.ident, s.identPol, s.usage = id, s.hub.acl.pol.Load(), u
 	s.who.Store(id)
+	if q := id.Quota; s.hub.eng != nil && (q.Locks > 0 || q.Waiters > 0 || q.Keys > 0) {
+		// A single node's engine counts the identity's claims and keys
+		// (a cluster's replicas would have to agree on it: not there).
+		u.setLimits(q)
+		s.hub.eng.SetTenant(s.id, &u.Tenant)
+	}
 	return true
 }
 

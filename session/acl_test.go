@@ -220,3 +220,92 @@ func TestPolicyRatePaces(t *testing.T) {
 		t.Fatal("pacing closed the connection")
 	}
 }
+
+// The engine-side quotas of an identity, summed over its connections:
+// claims (held or queued), waiters and keys. Past one, the limit reply
+// dflockd clients know (error_max_locks, error_max_waiters,
+// error_max_keys); a lease that ends, a release or a disconnect gives the
+// room back; another identity is not affected.
+func TestPolicyEngineQuotas(t *testing.T) {
+	fs := aclFake(t, `identity noisy
+  token %A
+  allow * *
+  quota locks=3 waiters=1 keys=2
+identity quiet
+  token %B
+  allow * *
+`, vocab.ProfileV2)
+	n1, n2, q := fs.open(), fs.open(), fs.open()
+	for c, tok := range map[*fakeConn]string{n1: "tok-a", n2: "tok-a", q: "tok-b"} {
+		if got := fs.traffic(c, request("auth", "_", tok)); got != "ok\n" {
+			t.Fatal(got)
+		}
+	}
+	// Three holds across two connections fill locks=3.
+	fs.traffic(n1, request("l", "k1", "0 1"))
+	fs.traffic(n1, request("l", "k2", "0 60"))
+	if got := fs.traffic(n2, request("l", "k3", "0 60")); !strings.HasPrefix(got, "ok ") {
+		t.Fatal(got)
+	}
+	if got := fs.traffic(n2, request("l", "k4", "0 60")); got != "error_max_locks\n" {
+		t.Fatalf("fourth claim: %q", got)
+	}
+	if got := fs.traffic(q, request("l", "k4", "0 60")); !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("the quiet identity: %q", got)
+	}
+	// k1's lease ends: its room comes back.
+	fs.runTimers(1100 * time.Millisecond)
+	if got := fs.traffic(n2, request("l", "k5", "0 60")); !strings.HasPrefix(got, "ok ") {
+		t.Fatalf("after a lease ended: %q", got)
+	}
+	// A disconnect gives n1's k2 back; one waiter at most.
+	fs.closeConn(n1)
+	if got := fs.traffic(n2, request("e", "k4", "60")); got != "queued\n" {
+		t.Fatalf("enqueue behind the quiet identity: %q", got)
+	}
+	n3 := fs.open()
+	fs.traffic(n3, request("auth", "_", "tok-a"))
+	if got := fs.traffic(n3, request("l", "k4", "5 60")); got != "error_max_locks\n" {
+		// claims: k3, k5 held and k4 queued = 3
+		t.Fatalf("a claim past locks=3 while one waits: %q", got)
+	}
+	// keys=2: two counters, then the third is refused; the quiet one's are
+	// its own.
+	fs.traffic(n3, request("incr", "c1", "1"))
+	fs.traffic(n3, request("kset", "c2", "v"))
+	if got := fs.traffic(n3, request("rpush", "c3", "v")); got != "error_max_keys\n" {
+		t.Fatalf("third key: %q", got)
+	}
+	if got := fs.traffic(q, request("rpush", "c3", "v")); got != "ok 1\n" {
+		t.Fatalf("the quiet identity's key: %q", got)
+	}
+	fs.traffic(n3, request("kdel", "c2", "_"))
+	if got := fs.traffic(n3, request("rpush", "c4", "v")); got != "ok 1\n" {
+		t.Fatalf("after a kdel gave a key back: %q", got)
+	}
+	var u *Usage
+	for _, x := range fs.hub.Usages() {
+		if x.Name == "noisy" {
+			u = x
+		}
+	}
+	claims, waiting, keys := u.Tenant.Usage()
+	if claims != 3 || waiting != 1 || keys != 2 {
+		t.Fatalf("noisy's usage: claims %d waiting %d keys %d", claims, waiting, keys)
+	}
+	if u.Tenant.Refused[engine.TenantClaims].Load() != 2 || u.Tenant.Refused[engine.TenantKeys].Load() != 1 {
+		t.Fatalf("refusals counted: %d claims, %d keys", u.Tenant.Refused[engine.TenantClaims].Load(), u.Tenant.Refused[engine.TenantKeys].Load())
+	}
+	// A reload raises the quota: the refused claim now queues.
+	fs.hub.SetPolicy(mustPolicy(t, "identity noisy\n token %A\n allow * *\n quota locks=10 waiters=5\n"))
+	if got := fs.traffic(n3, request("e", "k4", "60")); got != "queued\n" {
+		t.Fatalf("after the quota was raised: %q", got)
+	}
+	fs.hub.SetPolicy(mustPolicy(t, "identity noisy\n token %A\n allow * *\n quota locks=10 waiters=2\n"))
+	if got := fs.traffic(n3, request("l", "k4", "5 60")); got != "error_max_waiters\n" {
+		t.Fatalf("a third waiter past waiters=2: %q", got)
+	}
+	if got := fs.traffic(n3, request("l", "k4", "0 60")); got != "timeout\n" {
+		t.Fatalf("a try-lock does not wait, so waiters=2 does not refuse it: %q", got)
+	}
+}
