@@ -105,7 +105,8 @@ func (h *hold) Token() string {
 // server (or dflockd-ng with --compat=rf) sent with the grant, else the
 // token's own (FenceFromToken) where the server's tokens carry their
 // fence, as dflockd-ng's do in every profile; the first call on a
-// connection asks the server which kind it is (one barrier request).
+// connection asks the server which kind it is (a barrier request, and
+// where the server refuses it a try-lock of a key of its own).
 // It is 0 when nothing is held, and from servers whose tokens are random
 // (dflockd before its fenced v2 tokens): a fence of 0 means none, never a
 // number to compare.
@@ -117,7 +118,7 @@ func (h *hold) Fence() uint64 {
 		return g.fence
 	}
 	// Outside the lock: renewal goes on while the server is asked.
-	if !c.tokensCarryFences() {
+	if !c.tokensCarryFences(g.token) {
 		return 0
 	}
 	f, err := FenceFromToken(g.token)

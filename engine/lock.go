@@ -206,23 +206,26 @@ func (sh *shard) dropHolderLocked(sl *slot, event string, now timerwheel.Instant
 	return r
 }
 
-// leaseEndedLocked runs when a holder's lease timer fires. In the rf
-// profile an expired holder nobody waits behind stays on record, as it
-// does under dflockd's sweeper, so that its renew can still answer
-// error_lease_expired; the next acquire of the key or the GC evicts it.
+// leaseEndedLocked runs when a holder's lease timer fires: the lease ends
+// then, in every profile. (The rf profile once kept an expired holder
+// nobody waited behind until the GC pass, as dflockd's sweeper does, so
+// that its renew could answer error_lease_expired; watchers then heard of
+// the release seconds late. A lapsed record answers that renew now.)
 func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
-	if sh.eng.rf() && sl.res.queue.n == 0 && !sl.twoPhase {
-		return
-	}
 	sh.expireHolderLocked(sl, now)
 }
 
-// expireHolderLocked ends a lease. A two-phase grant nobody has observed
-// yet lapses instead of being freed, so its w can report the loss.
+// expireHolderLocked ends a lease: the release is announced and the
+// capacity handed on at once. A grant whose loss must stay reportable
+// lapses instead of being freed: a two-phase grant nobody has observed
+// yet, so that its w answers error_lease_expired, and in the rf profile
+// a grant nobody waits behind, so that its renew does (spec §B.0, §I.2
+// O3), as dflockd's redis-feats line keeps such a holder until its sweep.
+// (A grant with a waiter behind it is handed on and forgotten there too.)
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventExpire, sl, now) // names the holder that lost the key
 	sh.counts.expiries++
-	if !sl.twoPhase {
+	if !sl.twoPhase && !(sh.eng.rf() && sl.res.queue.n == 0) {
 		sh.releaseHolderLocked(sl, now)
 		return
 	}
@@ -230,9 +233,15 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	r.holders.remove(sl)
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
-	sh.cancelLocked(&sl.timer)
-	sl.setState(slotLapsed)
-	sh.lapsed.pushBack(sl)
+	sh.cancelLocked(&sl.timer) // keeps the deadline: when the lease ended
+	if !sl.twoPhase {
+		// No w will look for it: it answers renew by token, from any
+		// session, and outlives its own (closeSession skips it). Its
+		// session's tenant no longer counts it.
+		sl.leaveTenant()
+		sl.sess = nil
+	}
+	sh.lapseLocked(sl)
 	sh.watchEventLocked(evRelease, r.key)
 	sh.handOffLocked(r, now)
 }
@@ -261,7 +270,10 @@ func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Instant) {
 
 // holderLocked finds the live holder of token text tok on key. A holder
 // whose lease has run out is evicted and reported as expired instead: an
-// expired lease is never renewed or released (spec §B.1).
+// expired lease is never renewed or released (spec §B.1). So is, in the
+// rf profile, the lapsed record of one that expired earlier; the request
+// consumes it, as it would have evicted the expired holder in dflockd's
+// redis-feats line: the next one with that token is a plain error.
 func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Instant) (sl *slot, expired bool) {
 	t, ok := fence.ParseToken(tok)
 	if !ok || !sh.eng.validToken(t) {
@@ -272,10 +284,18 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Inst
 		return nil, false
 	}
 	if sl = r.holders.findFence(t.Fence); sl == nil {
+		// The token is genuine: its fence names one grant only.
+		if l := sh.lapsedFences[t.Fence]; l != nil && l.res == r {
+			sh.freeSlotLocked(l)
+			return nil, true
+		}
 		return nil, false
 	}
 	if now.Passed(sl.timer.Deadline()) {
 		sh.expireHolderLocked(sl, now)
+		if sh.lapsedFences[t.Fence] == sl {
+			sh.freeSlotLocked(sl) // lapsed just now: this request consumes it
+		}
 		return nil, true
 	}
 	return sl, false

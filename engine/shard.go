@@ -104,11 +104,16 @@ type shard struct {
 	free      *slot // singly linked through next
 	nfree     int   // length of free, at most maxFree
 	maxFree   int   // freeSlots over the shards, at least minFreeSlots
-	// lapsed holds the shard's lapsed two-phase grants (slotLapsed),
-	// linked through prev/next, so that the GC can forget them with their
-	// idle key: nothing else would, and a session that never sends w
-	// could pile them up for as long as it stays connected.
+	// lapsed holds the shard's lapsed grants (slotLapsed: two-phase, and
+	// in rf expired ones nobody waited behind), linked through prev/next, so that the GC
+	// can forget them: nothing else would, and a session that never sends
+	// w could pile them up for as long as it stays connected.
 	lapsed slotList
+	// lapsedFences indexes by fence the lapsed grants that are not
+	// two-phase: in the rf profile an expired grant nobody waited behind
+	// lapses so that its renew answers error_lease_expired (lock.go,
+	// expireHolderLocked). Nil until the first.
+	lapsedFences map[uint64]*slot
 	// fx collects the effects of the command holding the lock: set by
 	// lock, cleared by unlock.
 	fx *Effects
@@ -177,14 +182,18 @@ func (s *shard) touchLocked(r *resource, now timerwheel.Instant) { r.lastActive 
 // gcLocked prunes resources idle for at least maxIdle ms. It scans the
 // shard's maps, as dflockd does: a few hundred keys per shard every
 // --gc-interval cost less than keeping every key on an idle list. It has
-// no effects on sessions (gc evicts expired holders before, in key order).
+// no effects on sessions: leases end by their timers, not here.
 func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	old := func(t timerwheel.Tick) bool { return now.Tick()-t >= timerwheel.Tick(maxIdle) }
 	// A lapsed grant is forgotten with its key, as dflockd forgets it when
 	// it evicts the key's state: its w then answers error_not_enqueued.
+	// An rf expired grant (not two-phase) is also forgotten once its lease
+	// ended --gc-max-idle ago, as its key would be if nothing else held
+	// it: a busy key whose holders keep letting their leases run out
+	// must not pile records up (renew then answers error).
 	for sl := s.lapsed.head; sl != nil; {
 		next := sl.next
-		if r := sl.res; r.idle() && old(r.lastActive) {
+		if r := sl.res; r.idle() && old(r.lastActive) || !sl.twoPhase && old(sl.timer.Deadline()) {
 			s.freeSlotLocked(sl)
 		}
 		sl = next
@@ -226,10 +235,27 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 	return sl
 }
 
+// lapseLocked keeps sl, which left its resource's holders, as a lapsed
+// grant (slotLapsed): on the shard's list for the GC and, unless it is
+// two-phase (w finds those through its session), by fence for renew.
+func (s *shard) lapseLocked(sl *slot) {
+	sl.setState(slotLapsed)
+	s.lapsed.pushBack(sl)
+	if !sl.twoPhase {
+		if s.lapsedFences == nil {
+			s.lapsedFences = make(map[uint64]*slot)
+		}
+		s.lapsedFences[sl.fence] = sl
+	}
+}
+
 // freeSlotLocked returns a slot to the free list and invalidates records of it.
 func (s *shard) freeSlotLocked(sl *slot) {
 	if sl.state == slotLapsed {
 		s.lapsed.remove(sl)
+		if !sl.twoPhase {
+			delete(s.lapsedFences, sl.fence)
+		}
 	}
 	s.cancelLocked(&sl.timer)
 	s.forgetSlotLocked(sl)

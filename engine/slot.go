@@ -14,8 +14,10 @@ const (
 	slotWaiting                  // queued on a resource
 	slotHolding                  // one of a resource's holders
 	// slotLapsed: a two-phase grant whose lease ran out before the client's
-	// w observed it. It left the holder list (capacity was handed on) but is
-	// kept so that w can answer error_lease_expired (spec §I.2 O1).
+	// w observed it, or in the rf profile a grant whose lease ran out with
+	// nobody waiting behind it. It left the holder list (capacity was
+	// handed on) but is kept so that w, or in rf a renew, can answer
+	// error_lease_expired (spec §I.2 O1, O3).
 	slotLapsed
 )
 

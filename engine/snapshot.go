@@ -126,9 +126,17 @@ func (e *Engine) Snapshot(w io.Writer) error {
 			}
 		}
 	}
+	// A two-phase lapsed grant is one per (key, session); rf expired
+	// grants have no session and differ by fence.
+	sessID := func(sl *slot) SessionID {
+		if sl.sess == nil {
+			return 0
+		}
+		return sl.sess.id
+	}
 	slices.SortFunc(lapsed, func(a, b *slot) int {
 		return cmp.Or(cmp.Compare(a.res.ns, b.res.ns), strings.Compare(a.res.key, b.res.key),
-			cmp.Compare(a.sess.id, b.sess.id))
+			cmp.Compare(sessID(a), sessID(b)), cmp.Compare(a.fence, b.fence))
 	})
 	sw.u(uint64(len(lapsed)))
 	for _, sl := range lapsed {
@@ -369,7 +377,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		if r == nil {
 			panic("lapsed grant of a key that is not in the snapshot")
 		}
-		sh.lapsed.pushBack(slotIn(sh, r))
+		sh.lapseLocked(slotIn(sh, r))
 	}
 	slotRef := func() *slot {
 		n := sr.u()

@@ -152,13 +152,6 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 // keys) idle for --gc-max-idle at at (spec §D.6).
 func (e *Engine) gc(at timerwheel.Instant, fx *Effects) {
 	maxIdle := e.cfg.GCMaxIdle.Milliseconds()
-	if e.rf() {
-		// rf keeps expired holders nobody waits behind until a sweep (so
-		// that their renew can answer error_lease_expired): evict them
-		// now, in key order, as their release events are effects.
-		e.visitInKeyOrder(fx, func(r *resource) bool { return r.holders.n > 0 },
-			func(sh *shard, r *resource) { sh.evictExpiredLocked(r, at) })
-	}
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.lock(fx)

@@ -135,3 +135,15 @@ func forgetTenantKey(t *Tenant) {
 		t.keys.Add(-1)
 	}
 }
+
+// leaveTenant stops counting sl against its session's tenant, for a slot
+// that outlives its session's claim on it (an rf lease's lapsed record).
+func (sl *slot) leaveTenant() {
+	if sl.sess == nil || sl.sess.tenant == nil || sl.state == slotFree {
+		return
+	}
+	sl.sess.tenant.claims.Add(-1)
+	if sl.state == slotWaiting {
+		sl.sess.tenant.waiting.Add(-1)
+	}
+}

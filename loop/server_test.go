@@ -100,8 +100,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	// rf's GC also evicts holders whose lease ran out (spec §I.2 O3); an
-	// hour-long period keeps it from racing the tests that renew one.
+	// An hour-long GC period: leases must end, and watchers hear of it,
+	// without a GC pass (issue #34), and the records that answer an
+	// expired lease's renew in rf (spec §I.2 O3) are the GC's to forget.
 	rfsrv, err = startServer(Config{Profile: vocab.ProfileRF, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second,
 		GCInterval: time.Hour}, engine.Config{Profile: vocab.ProfileRF, MaxLocks: -1})
 	if err != nil {

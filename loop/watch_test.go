@@ -50,3 +50,29 @@ func watchScenario(t *testing.T, p profile) {
 
 func TestWatchOverTheWire(t *testing.T)   { watchScenario(t, v2Profile()) }
 func TestWatchOverTheWireRF(t *testing.T) { watchScenario(t, rfProfile()) }
+
+// leaseEndWatchScenario: a lease that ends with nobody waiting is released
+// by itself: the watcher hears "watch release" with no GC pass (rf's test
+// server runs its GC hourly) and no request on the key that would evict
+// the holder (issue #34). rf still answers the expired token's renew with
+// error_lease_expired. A holder's disconnect releases as well.
+func leaseEndWatchScenario(t *testing.T, p profile) {
+	k := key("wexp")
+	watcher, holder := p.dial(t), p.dial(t)
+	watcher.do("watch", k, "", "ok")
+	tok := holder.do("l", k, "0 1", p.grant(1))[1]
+	watcher.expect("watch acquire " + k)
+	watcher.expect("watch release " + k)
+	if p.rf {
+		holder.do("n", k, tok+" 5", "error_lease_expired")
+	} else {
+		holder.do("n", k, tok+" 5", "error")
+	}
+	holder.do("l", k, "0 30", p.grant(30))
+	watcher.expect("watch acquire " + k)
+	holder.c.Close()
+	watcher.expect("watch release " + k)
+}
+
+func TestLeaseEndWatchRelease(t *testing.T)   { leaseEndWatchScenario(t, v2Profile()) }
+func TestLeaseEndWatchReleaseRF(t *testing.T) { leaseEndWatchScenario(t, rfProfile()) }

@@ -2,6 +2,13 @@ package clienttest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,5 +85,97 @@ func TestLockFenceOfRandomTokens(t *testing.T) {
 	}
 	if f := l.Fence(); f != 0 {
 		t.Fatalf("Fence = %d from a server with random tokens, want 0", f)
+	}
+}
+
+// TestLockFenceOnV1: dflockd-ng's tokens carry the fence under --compat=v1
+// too, where the server refuses barrier as dflockd v1.10 does: Lock.Fence
+// is the token's fence there as well, not 0, for locks and semaphores
+// (issue #34).
+func TestLockFenceOnV1(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, "--compat=v1")
+	l := &client.Lock{Key: "fenced", Servers: []string{srv.Addr()}, AcquireTimeout: 5 * time.Second}
+	if ok, err := l.Acquire(context.Background()); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	defer l.Close()
+	want, err := client.FenceFromToken(l.Token())
+	must(t, err)
+	if got := l.Fence(); got == 0 || got != want {
+		t.Fatalf("Fence = %d under --compat=v1, want the token's %d", got, want)
+	}
+	sem := &client.Semaphore{Key: "pool", Limit: 2, Servers: []string{srv.Addr()}, AcquireTimeout: 5 * time.Second}
+	if ok, err := sem.Acquire(context.Background()); !ok || err != nil {
+		t.Fatalf("semaphore Acquire = %v, %v", ok, err)
+	}
+	defer sem.Close()
+	if f, _ := client.FenceFromToken(sem.Token()); sem.Fence() != f || f == 0 {
+		t.Fatalf("semaphore Fence = %d under --compat=v1, want the token's %d", sem.Fence(), f)
+	}
+	// The probe released its grant: "fenced" is the only lock held.
+	var st struct {
+		Locks []struct{ Key string } `json:"locks"`
+	}
+	doc, err := client.Stats(dial(t, srv.Addr()))
+	must(t, err)
+	must(t, json.Unmarshal([]byte(doc), &st))
+	if len(st.Locks) != 1 || st.Locks[0].Key != "fenced" {
+		t.Fatalf("locks held after the probe: %s", doc)
+	}
+}
+
+// TestLockFenceOfRandomTokensV110: dflockd v1.10.0 refuses barrier and
+// grants fresh random tokens (16 bytes of crypto/rand): whatever the
+// tokens look like, Fence is 0, on every connection, and the probe's
+// grant is released (issue #34). Half the locks get a token that happens
+// to begin like a fenced one (a clock reading in nanoseconds, as the
+// fences of dflockd v2 and dflockd-ng do): one token's shape proves
+// nothing.
+func TestLockFenceOfRandomTokensV110(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	held := map[string]string{} // key → token
+	fake := testserver.StartFake(t, nil, func(cmd, key, arg string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch cmd {
+		case "l":
+			if _, ok := held[key]; ok {
+				return "timeout"
+			}
+			var b [16]byte
+			rand.Read(b[:])
+			held[key] = hex.EncodeToString(b[:])
+			if n, _ := strconv.Atoi(strings.TrimPrefix(key, "k")); strings.HasPrefix(key, "k") && n%2 == 0 {
+				held[key] = fmt.Sprintf("%016x", time.Now().UnixNano()) + held[key][16:]
+			}
+			return "ok " + held[key] + " 33"
+		case "r":
+			if held[key] != arg {
+				return "error"
+			}
+			delete(held, key)
+			return "ok"
+		case "n":
+			return "ok 33"
+		}
+		return "error" // barrier among them, as v1.10.0
+	})
+	for i := range 50 {
+		l := &client.Lock{Key: "k" + strconv.Itoa(i), Servers: []string{fake.Addr()}, AcquireTimeout: 5 * time.Second}
+		if ok, err := l.Acquire(context.Background()); !ok || err != nil {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		if f := l.Fence(); f != 0 {
+			t.Fatalf("Fence = %d from a server with random tokens (%s), want 0", f, l.Token())
+		}
+		must(t, l.Release(context.Background()))
+		l.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) != 0 {
+		t.Fatalf("still held on the fake server: %v", held)
 	}
 }
