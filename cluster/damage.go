@@ -131,7 +131,7 @@ func (d *DamageError) Error() string {
 			d.to, d.usable(), d.from, d.to)
 	default:
 		s += fmt.Sprintf("This member is one of %d voters: restart it with --raft-recover (DFLOCKD_RAFT_RECOVER=true) to drop the damaged entries and copy them back from the leader; "+
-			"it neither votes nor stands for election until its log reaches index %d again (a cluster whose other members lack these entries stays without a leader until one that has them returns). "+
+			"until its log reaches index %d again it votes only for a member that holds entries up to there and does not stand for election itself (a cluster in which no running member holds these entries stays without a leader until one that has them returns). "+
 			"Or restore the directory from a backup.", d.voters, d.high)
 	}
 	return s

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,6 +227,59 @@ func TestRecoverRejoinsWithoutVoting(t *testing.T) {
 	s = f.mustOpen(nil)
 	if s.Recovering() || lastIndex(t, s) != 203 {
 		t.Fatalf("reopened: recovering %v, last %d", s.Recovering(), lastIndex(t, s))
+	}
+}
+
+// TestRecoverOwesTheTerm: a recovering member knows the term of the
+// entry it owes, from the mark (which records it with every append), so
+// that it can vote for a candidate holding it (issue #34); across a
+// restart mid-recovery too. With a mark from before the terms were
+// recorded, the member's current term stands in for it.
+func TestRecoverOwesTheTerm(t *testing.T) {
+	f := newStorageFixture(t, 0)
+	s := f.mustOpen(nil)
+	fill(t, s, 1, 100, 10)
+	later := entries(101, 200)
+	for _, e := range later {
+		e.Term = 5
+	}
+	for lo := 0; lo < len(later); lo += 10 {
+		if err := s.Logs.StoreLogs(later[lo : lo+10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Stable.SetUint64(keyCurrentTerm, 7); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	truncateHalf(t, segments(t, f.dir)[0])
+
+	recover := func(c *StorageConfig) { c.Recover = true }
+	s = f.mustOpen(recover)
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 5 {
+		t.Fatalf("recovering: guard %+v, want owed 200 of term 5", g)
+	}
+	s.Close()
+	s = f.mustOpen(recover) // not yet recovered: the mark still owes it
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 5 {
+		t.Fatalf("recovering again: guard %+v, want owed 200 of term 5", g)
+	}
+	s.Close()
+
+	// A version 1 mark owing 200: its term unknown, the current term (7)
+	// bounds it.
+	path := filepath.Join(f.dir, markFileName)
+	r := mark{seq: 9, stored: 150, writing: 150, owed: 200}
+	b := appendMark(nil, r)[:48]
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = append(b, make([]byte, 2*markSlot-len(b))...)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = f.mustOpen(recover)
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 7 {
+		t.Fatalf("recovering with a version 1 mark: guard %+v, want owed 200 of term 7", g)
 	}
 }
 

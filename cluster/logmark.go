@@ -30,10 +30,13 @@ const (
 	// two records never share one.
 	markSlot = 512
 	// markRecordLen is the encoded record: magic, version, seq, stored,
-	// writing, owed, CRC (and 4 bytes of padding).
-	markRecordLen = 56
+	// writing, owed, term, owed term, CRC (and 4 bytes of padding).
+	markRecordLen = 72
 	markMagic     = "DFLKMARK"
-	markVersion   = 1
+	// markVersion 2 added the terms; a version 1 record (56 bytes, no
+	// terms) still reads, its terms unknown (0).
+	markVersion    = 2
+	markRecordLen1 = 56
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -51,9 +54,16 @@ type mark struct {
 	// raft was never told it was stored.
 	writing uint64
 	// owed, while the member recovers from damage (--raft-recover): the
-	// old stored mark, which its log must reach again before it votes or
-	// stands for election; 0 otherwise.
+	// old stored mark, which its log must reach again before it stands
+	// for election (meanwhile it votes only for a candidate whose log
+	// reaches it); 0 otherwise.
 	owed uint64
+	// term and owedTerm are the terms of the entries at stored and owed
+	// (0: not known, from a version 1 record or a mark lowered below the
+	// log). With owed, owedTerm tells the recovering member which
+	// candidates hold every entry it owes (voteguard.go). Either may be
+	// higher than the entry's true term, never lower.
+	term, owedTerm uint64
 }
 
 // appendMark encodes r (markRecordLen bytes) after dst.
@@ -66,18 +76,30 @@ func appendMark(dst []byte, r mark) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, r.stored)
 	dst = binary.LittleEndian.AppendUint64(dst, r.writing)
 	dst = binary.LittleEndian.AppendUint64(dst, r.owed)
+	dst = binary.LittleEndian.AppendUint64(dst, r.term)
+	dst = binary.LittleEndian.AppendUint64(dst, r.owedTerm)
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 	return binary.LittleEndian.AppendUint32(dst, 0)
 }
 
-// parseMark decodes one slot. ok is false for a slot that holds no valid
-// record: never written (zeros), torn, or damaged.
+// parseMark decodes one slot, of either version. ok is false for a slot
+// that holds no valid record: never written (zeros), torn, or damaged.
 func parseMark(b []byte) (r mark, ok bool) {
-	if len(b) < markRecordLen || string(b[:8]) != markMagic ||
-		binary.LittleEndian.Uint32(b[8:]) != markVersion {
+	if len(b) < markRecordLen1 || string(b[:8]) != markMagic {
 		return mark{}, false
 	}
-	if crc32.Checksum(b[:48], castagnoli) != binary.LittleEndian.Uint32(b[48:]) {
+	sum := 48 // the bytes the CRC covers, version 1
+	switch binary.LittleEndian.Uint32(b[8:]) {
+	case 1:
+	case markVersion:
+		if len(b) < markRecordLen {
+			return mark{}, false
+		}
+		sum = 64
+	default:
+		return mark{}, false
+	}
+	if crc32.Checksum(b[:sum], castagnoli) != binary.LittleEndian.Uint32(b[sum:]) {
 		return mark{}, false
 	}
 	r = mark{
@@ -85,6 +107,10 @@ func parseMark(b []byte) (r mark, ok bool) {
 		stored:  binary.LittleEndian.Uint64(b[24:]),
 		writing: binary.LittleEndian.Uint64(b[32:]),
 		owed:    binary.LittleEndian.Uint64(b[40:]),
+	}
+	if sum == 64 {
+		r.term = binary.LittleEndian.Uint64(b[48:])
+		r.owedTerm = binary.LittleEndian.Uint64(b[56:])
 	}
 	return r, r.seq != 0 && r.writing >= r.stored
 }
