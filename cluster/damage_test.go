@@ -429,8 +429,17 @@ func TestOpenWithoutMark(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.dir, markFileName)); err != nil {
 		t.Fatal(err)
 	}
+	// What a crash in the middle of creating the mark leaves: the file
+	// under its temporary name only.
+	tmp := filepath.Join(f.dir, markFileName+markTempSuffix)
+	if err := os.WriteFile(tmp, make([]byte, 300), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s = f.mustOpen(nil)
 	s.Close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary mark file is still there: %v", err)
+	}
 	m, st, err := openMark(f.dir)
 	if err != nil || st != markFound || m.last.stored != 50 {
 		t.Fatalf("new mark: %+v %v %v", m.last, st, err)
@@ -455,6 +464,46 @@ func TestOpenWithCorruptMark(t *testing.T) {
 	s = f.mustOpen(nil)
 	if got := lastIndex(t, s); got != 50 {
 		t.Fatalf("log ends at %d, want 50", got)
+	}
+}
+
+// TestOpenWithEmptiedMark is issue #34's second case: a raft-mark that
+// is present but empty or zero-filled is as unreadable as one whose
+// slots fail their checksum, not the blank mark of a new directory: the
+// log (here truncated too) may have lost what the member acknowledged.
+// The refusal names the file and the ways out; --raft-accept-loss starts
+// the member, and a new mark.
+func TestOpenWithEmptiedMark(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		says    string
+	}{
+		{"empty", nil, "is empty"},
+		{"zeros", make([]byte, 2*markSlot), "holds only zero bytes"},
+		{"short zeros", make([]byte, 100), "holds only zero bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStorageFixture(t, 0)
+			s := f.mustOpen(nil)
+			fill(t, s, 1, 200, 10)
+			s.Close()
+			truncateHalf(t, segments(t, f.dir)[0])
+			path := filepath.Join(f.dir, markFileName)
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.damaged(nil, "raft-mark file is unreadable", path, tc.says, "--raft-accept-loss", "backup", "dflockctl cluster remove")
+			f.damaged(func(c *StorageConfig) { c.Recover = true }, path, "cannot tell how far")
+			f.damaged(func(c *StorageConfig) { c.Peers = 1 }, path, tc.says, "--raft-accept-loss", "backup")
+			s = f.mustOpen(func(c *StorageConfig) { c.AcceptLoss = true })
+			last := lastIndex(t, s)
+			s.Close()
+			s = f.mustOpen(nil)
+			if got := lastIndex(t, s); got != last || last == 0 || last >= 200 {
+				t.Fatalf("after accepting: log ends at %d, then %d", last, got)
+			}
+		})
 	}
 }
 

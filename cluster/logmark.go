@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -23,6 +24,12 @@ import (
 // was writing and the other still holds the previous record. Each record
 // carries a CRC-32C. Reading takes the valid slot with the higher
 // sequence number.
+//
+// The file is created whole: written under a temporary name, synced,
+// then renamed. So a raft-mark that exists always held a valid record
+// once, and one that is empty, zero-filled or otherwise without a valid
+// record is damage (how far the log reached is unknown), never the blank
+// mark of a new directory, which has no raft-mark at all (issue #34).
 
 const (
 	markFileName = "raft-mark"
@@ -130,12 +137,15 @@ func newestMark(b []byte) mark {
 // markFile is the open mark file. It is not safe for concurrent use: the
 // log store serialises its writes.
 type markFile struct {
-	f     *os.File
-	path  string
-	last  mark // the record written last (its seq is the highest)
-	buf   []byte
-	syncs int    // durable writes so far (tests)
-	mem   []byte // the file mapped (Linux), once written through
+	f    *os.File // nil until create, when openMark found no file
+	path string
+	// unreadable says what is wrong with a file that holds no valid
+	// record (markCorrupt).
+	unreadable string
+	last       mark // the record written last (its seq is the highest)
+	buf        []byte
+	syncs      int    // durable writes so far (tests)
+	mem        []byte // the file mapped (Linux), once written through
 }
 
 // markState is what openMark found.
@@ -143,19 +153,28 @@ type markState uint8
 
 const (
 	markFound   markState = iota // a valid record
-	markBlank                    // none yet: a new directory, one written before marks existed, or whose first record never became durable
-	markCorrupt                  // slots that are neither valid nor blank
+	markAbsent                   // no file: a new directory, or one written before marks existed
+	markCorrupt                  // a file without a valid record: empty, zeros, or both slots damaged
 )
 
-// openMark opens (creating) the mark file in dir and reads it. Unless it
-// was markFound, the caller starts it with create.
+// openMark opens the mark file in dir, if there is one, and reads it.
+// Unless it was markFound, the caller starts it with create.
 func openMark(dir string) (*markFile, markState, error) {
 	path := filepath.Join(dir, markFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	m := &markFile{path: path, buf: make([]byte, 0, markRecordLen)}
+	// A temporary file left by a create that never reached its rename
+	// is of no use.
+	if err := os.Remove(path + markTempSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, markAbsent, nil
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	m := &markFile{f: f, path: path, buf: make([]byte, 0, markRecordLen)}
+	m.f = f
 	b := make([]byte, 2*markSlot)
 	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -167,29 +186,53 @@ func openMark(dir string) (*markFile, markState, error) {
 	switch {
 	case m.last.seq != 0:
 		return m, markFound, nil
-	case len(bytes.Trim(b, "\x00")) != 0:
-		return m, markCorrupt, nil
+	case n == 0:
+		m.unreadable = path + " is empty"
+	case len(bytes.Trim(b, "\x00")) == 0:
+		m.unreadable = path + " holds only zero bytes"
+	default:
+		m.unreadable = path + " holds no valid record (both of its slots fail their checksum)"
 	}
-	return m, markBlank, nil
+	return m, markCorrupt, nil
 }
 
-// create starts a blank (or replaced) mark file with r: both slots are
-// written at once, r in the first, and made durable with the directory
-// entry.
+// markTempSuffix names the file create writes before renaming it.
+const markTempSuffix = ".tmp"
+
+// create starts a new (or replacing) mark file with r: both slots are
+// written under a temporary name, r in the first, synced, and renamed
+// into place, the rename made durable. So the file exists only whole.
 func (m *markFile) create(r mark) error {
 	r.seq = 1
 	b := appendMark(make([]byte, 0, 2*markSlot), r)
 	b = b[:2*markSlot] // the second slot blank: zeros
-	if _, err := m.f.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("write %s: %w", m.path, err)
+	tmp := m.path + markTempSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
 	}
-	if err := m.f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", m.path, err)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, m.path); err != nil {
+		f.Close()
+		return err
 	}
 	if err := syncDir(filepath.Dir(m.path)); err != nil {
+		f.Close()
 		return fmt.Errorf("fsync the directory of %s: %w", m.path, err)
 	}
-	m.last = r
+	// The renamed file replaces the one read, if any (and its mapping).
+	if m.f != nil {
+		m.unmap()
+		_ = m.f.Close()
+	}
+	m.f, m.last, m.unreadable = f, r, ""
 	return nil
 }
 
@@ -218,6 +261,9 @@ func (m *markFile) write(r mark, durable bool) error {
 
 func (m *markFile) close() error {
 	m.unmap()
+	if m.f == nil {
+		return nil
+	}
 	return m.f.Close()
 }
 

@@ -59,7 +59,7 @@ func TestMarkVersion1Reads(t *testing.T) {
 func TestMarkSlotsAlternate(t *testing.T) {
 	dir := t.TempDir()
 	m, st, err := openMark(dir)
-	if err != nil || st != markBlank {
+	if err != nil || st != markAbsent {
 		t.Fatalf("new file: %v %v", st, err)
 	}
 	if err := m.create(mark{stored: 5, writing: 5}); err != nil {

@@ -134,7 +134,7 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 	if ms == markFound {
 		m = mf.last
 	}
-	d := assess(dir, c, m, ms == markCorrupt, snap, cfg)
+	d := assess(dir, c, m, mf.unreadable, snap, cfg)
 	cfg.Log.Info("raft log checked", "dir", dir, "first_index", c.first, "last_index", c.last,
 		"snapshot_index", d.snapIndex, "entries", c.entries, "segments", c.segments,
 		"took", time.Since(began).Round(time.Millisecond).String())
@@ -174,7 +174,7 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 		err = mf.write(next, true)
 	} else {
 		err = mf.create(next)
-		if ms == markBlank && d.usable() > 0 {
+		if ms == markAbsent && d.usable() > 0 {
 			cfg.Log.Info("raft-mark started: losses of entries up to here cannot be detected", "dir", dir, "index", d.usable())
 		}
 	}

@@ -376,6 +376,45 @@ func TestRaftDamageTwoRecoverFromHealthy(t *testing.T) {
 		healthy.id, elected.Round(100*time.Millisecond), damaged[0].id, damaged[1].id, owed, writes)
 }
 
+// TestRaftDamageEmptiedMarkRefused is issue #34's second case: a lone
+// member's raft-mark zero-filled (or emptied) and its newest segment
+// halved while it was down. The mark must count as damage (the refusal
+// names it and the ways out), not as the blank mark of a new directory,
+// which would have the member serve the log as it is.
+func TestRaftDamageEmptiedMarkRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		says    string
+	}{
+		{"zeros", make([]byte, 1024), "holds only zero bytes"},
+		{"empty", nil, "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := startMembers(t, 1)
+			m := ms[0]
+			leader(t, ms, nil, 30*time.Second)
+			pipelinedIncr(t, m, "acked", 0, 1000)
+			m.signal(syscall.SIGKILL)
+			truncateNewestSegment(t, m)
+			mark := filepath.Join(raftDir(t, m), "raft-mark")
+			if err := os.WriteFile(mark, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := refuses(t, m)
+			mustSay(t, "the refusal", out, "raft-mark file is unreadable", mark+" "+tc.says, "--raft-accept-loss", "backup")
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "level=ERROR") {
+					t.Logf("refused: %s", line)
+				}
+			}
+		})
+	}
+}
+
 // TestRaftDamageFlags: --raft-recover and --raft-accept-loss (and their
 // variables) concern a raft directory, and exclude each other.
 func TestRaftDamageFlags(t *testing.T) {
