@@ -35,7 +35,7 @@ type Storage struct {
 
 	wal    *wal.WAL
 	marked *markedLog // nil with NoMark
-	guard  *voteGuard // recovering: keeps this member out of elections
+	guard  *voteGuard // recovering: keeps this member from standing, and from electing a member that lacks what it lost
 	lock   *os.File
 }
 
@@ -186,8 +186,8 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 		s.guard = newVoteGuard(owed, owedTerm)
 	}
 	if cfg.NoMark {
-		// (A member recovering here stays out of elections until it is
-		// restarted with the mark: nothing would lift the guard.)
+		// (A member recovering here stays guarded until it is restarted
+		// with the mark: nothing would lift the guard.)
 		return mf.close()
 	}
 	s.marked = newMarkedLog(s.wal, mf, d.usable(), owed, owedTerm, func(index uint64) {
@@ -242,7 +242,8 @@ func (s *Storage) termAt(index uint64, snap *raft.SnapshotMeta) uint64 {
 }
 
 // Transport returns t as raft must use it: while this member recovers
-// from damage, kept out of elections (voteguard.go).
+// from damage, it stands for nothing and votes only for candidates that
+// hold what it lost (voteguard.go).
 func (s *Storage) Transport(t raft.Transport) raft.Transport {
 	if s.guard == nil {
 		return t
@@ -251,7 +252,8 @@ func (s *Storage) Transport(t raft.Transport) raft.Transport {
 }
 
 // Recovering reports whether this member is still copying back what it
-// had acknowledged before its log was damaged (and so does not vote).
+// had acknowledged before its log was damaged (and so votes only for a
+// candidate that holds it, and does not stand).
 func (s *Storage) Recovering() bool { return s.guard != nil && s.guard.Recovering() }
 
 // Close closes the log and releases the directory.

@@ -12,7 +12,7 @@ import (
 // recovering from damage. (Its text must not contain raft's "unexpected
 // command", which raft takes for a peer too old for pre-vote and counts
 // as a granted pre-vote.)
-var errRecovering = errors.New("cluster: this member is recovering a damaged raft log and takes no part in elections")
+var errRecovering = errors.New("cluster: this member is recovering a damaged raft log and does not stand for election")
 
 // voteGuard keeps a member whose log is shorter than what it
 // acknowledged before the damage (--raft-recover) from electing a leader
