@@ -28,17 +28,21 @@ type DamageError struct {
 	good      uint64 // the last entry before the damage (0: none)
 	corrupt   string // what failed where; "" when the log merely ends early
 	recovery  bool   // an earlier --raft-recover has not finished
-	// markUnreadable: the mark's slots are both invalid, so how far the
-	// log reached is unknown.
+	// markUnreadable: the mark file holds no valid record (empty, zeros,
+	// both slots damaged), so how far the log reached is unknown; markWhy
+	// names the file and says which.
 	markUnreadable bool
+	markWhy        string
 	lone           bool // no other voter could hold a copy
 	voters         int  // in the configuration known (0: none known)
 	recoverAsked   bool // --raft-recover was given, and cannot help
 }
 
 // assess compares what the check found with the mark.
-func assess(dir string, c logCheck, m mark, markUnreadable bool, snap *raft.SnapshotMeta, cfg *StorageConfig) *DamageError {
-	d := &DamageError{dir: dir, logLast: c.last, good: c.last, markUnreadable: markUnreadable}
+// markUnreadable is what is wrong with a mark file without a valid
+// record ("": the mark is found, or absent).
+func assess(dir string, c logCheck, m mark, markUnreadable string, snap *raft.SnapshotMeta, cfg *StorageConfig) *DamageError {
+	d := &DamageError{dir: dir, logLast: c.last, good: c.last, markUnreadable: markUnreadable != "", markWhy: markUnreadable}
 	if snap != nil {
 		d.snapIndex = snap.Index
 	}
@@ -101,7 +105,8 @@ func (d *DamageError) drop(w *wal.WAL) error {
 func (d *DamageError) what() string {
 	switch {
 	case d.markUnreadable:
-		return fmt.Sprintf("its raft-mark file is unreadable, so whether the log (ending at index %d) lost entries cannot be told", d.usable())
+		return fmt.Sprintf("its raft-mark file is unreadable (%s), so how far its log reached is unknown, and whether the log (ending at index %d) lost entries this member had acknowledged cannot be told "+
+			"(a raft-mark is written whole before it takes its name, so a present one without a valid record was damaged)", d.markWhy, d.usable())
 	case d.corrupt != "":
 		s := fmt.Sprintf("%s; entries %d..%d are unusable", d.corrupt, d.from, max(d.logLast, d.from))
 		if d.high > d.logLast {
@@ -121,7 +126,12 @@ func (d *DamageError) Error() string {
 		if d.recoverAsked {
 			s += "--raft-recover cannot tell how far to copy back. "
 		}
-		s += "Restore the directory from a backup, or, if the log is known to be whole, start with --raft-accept-loss (DFLOCKD_RAFT_ACCEPT_LOSS=true) to take it as it is and start a new raft-mark."
+		s += "Restore the directory from a backup, or, if the log is known to be whole, start with --raft-accept-loss (DFLOCKD_RAFT_ACCEPT_LOSS=true) to take it as it is and start a new raft-mark"
+		if !d.lone {
+			s += fmt.Sprintf(". Or, as this member is one of %d voters and the others hold copies, remove it from the cluster (dflockctl cluster remove), "+
+				"move this directory away, and add it back on an empty one (dflockctl cluster add): it then copies everything from the leader", d.voters)
+		}
+		s += "."
 	case d.lone:
 		if d.recoverAsked {
 			s += "--raft-recover copies the entries back from another member, and there is none. "
@@ -131,7 +141,7 @@ func (d *DamageError) Error() string {
 			d.to, d.usable(), d.from, d.to)
 	default:
 		s += fmt.Sprintf("This member is one of %d voters: restart it with --raft-recover (DFLOCKD_RAFT_RECOVER=true) to drop the damaged entries and copy them back from the leader; "+
-			"it neither votes nor stands for election until its log reaches index %d again (a cluster whose other members lack these entries stays without a leader until one that has them returns). "+
+			"until its log reaches index %d again it votes only for a member that holds entries up to there and does not stand for election itself (a cluster in which no running member holds these entries stays without a leader until one that has them returns). "+
 			"Or restore the directory from a backup.", d.voters, d.high)
 	}
 	return s

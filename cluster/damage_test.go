@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,6 +230,59 @@ func TestRecoverRejoinsWithoutVoting(t *testing.T) {
 	}
 }
 
+// TestRecoverOwesTheTerm: a recovering member knows the term of the
+// entry it owes, from the mark (which records it with every append), so
+// that it can vote for a candidate holding it (issue #34); across a
+// restart mid-recovery too. With a mark from before the terms were
+// recorded, the member's current term stands in for it.
+func TestRecoverOwesTheTerm(t *testing.T) {
+	f := newStorageFixture(t, 0)
+	s := f.mustOpen(nil)
+	fill(t, s, 1, 100, 10)
+	later := entries(101, 200)
+	for _, e := range later {
+		e.Term = 5
+	}
+	for lo := 0; lo < len(later); lo += 10 {
+		if err := s.Logs.StoreLogs(later[lo : lo+10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Stable.SetUint64(keyCurrentTerm, 7); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	truncateHalf(t, segments(t, f.dir)[0])
+
+	recover := func(c *StorageConfig) { c.Recover = true }
+	s = f.mustOpen(recover)
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 5 {
+		t.Fatalf("recovering: guard %+v, want owed 200 of term 5", g)
+	}
+	s.Close()
+	s = f.mustOpen(recover) // not yet recovered: the mark still owes it
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 5 {
+		t.Fatalf("recovering again: guard %+v, want owed 200 of term 5", g)
+	}
+	s.Close()
+
+	// A version 1 mark owing 200: its term unknown, the current term (7)
+	// bounds it.
+	path := filepath.Join(f.dir, markFileName)
+	r := mark{seq: 9, stored: 150, writing: 150, owed: 200}
+	b := appendMark(nil, r)[:48]
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = append(b, make([]byte, 2*markSlot-len(b))...)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = f.mustOpen(recover)
+	if g := s.guard; g == nil || g.owed != 200 || g.owedTerm != 7 {
+		t.Fatalf("recovering with a version 1 mark: guard %+v, want owed 200 of term 7", g)
+	}
+}
+
 // TestLoneMemberByConfiguration: the membership in the log decides who
 // could hold a copy, before the peer list.
 func TestLoneMemberByConfiguration(t *testing.T) {
@@ -375,8 +429,17 @@ func TestOpenWithoutMark(t *testing.T) {
 	if err := os.Remove(filepath.Join(f.dir, markFileName)); err != nil {
 		t.Fatal(err)
 	}
+	// What a crash in the middle of creating the mark leaves: the file
+	// under its temporary name only.
+	tmp := filepath.Join(f.dir, markFileName+markTempSuffix)
+	if err := os.WriteFile(tmp, make([]byte, 300), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s = f.mustOpen(nil)
 	s.Close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary mark file is still there: %v", err)
+	}
 	m, st, err := openMark(f.dir)
 	if err != nil || st != markFound || m.last.stored != 50 {
 		t.Fatalf("new mark: %+v %v %v", m.last, st, err)
@@ -401,6 +464,46 @@ func TestOpenWithCorruptMark(t *testing.T) {
 	s = f.mustOpen(nil)
 	if got := lastIndex(t, s); got != 50 {
 		t.Fatalf("log ends at %d, want 50", got)
+	}
+}
+
+// TestOpenWithEmptiedMark is issue #34's second case: a raft-mark that
+// is present but empty or zero-filled is as unreadable as one whose
+// slots fail their checksum, not the blank mark of a new directory: the
+// log (here truncated too) may have lost what the member acknowledged.
+// The refusal names the file and the ways out; --raft-accept-loss starts
+// the member, and a new mark.
+func TestOpenWithEmptiedMark(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		says    string
+	}{
+		{"empty", nil, "is empty"},
+		{"zeros", make([]byte, 2*markSlot), "holds only zero bytes"},
+		{"short zeros", make([]byte, 100), "holds only zero bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStorageFixture(t, 0)
+			s := f.mustOpen(nil)
+			fill(t, s, 1, 200, 10)
+			s.Close()
+			truncateHalf(t, segments(t, f.dir)[0])
+			path := filepath.Join(f.dir, markFileName)
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.damaged(nil, "raft-mark file is unreadable", path, tc.says, "--raft-accept-loss", "backup", "dflockctl cluster remove")
+			f.damaged(func(c *StorageConfig) { c.Recover = true }, path, "cannot tell how far")
+			f.damaged(func(c *StorageConfig) { c.Peers = 1 }, path, tc.says, "--raft-accept-loss", "backup")
+			s = f.mustOpen(func(c *StorageConfig) { c.AcceptLoss = true })
+			last := lastIndex(t, s)
+			s.Close()
+			s = f.mustOpen(nil)
+			if got := lastIndex(t, s); got != last || last == 0 || last >= 200 {
+				t.Fatalf("after accepting: log ends at %d, then %d", last, got)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -23,6 +24,12 @@ import (
 // was writing and the other still holds the previous record. Each record
 // carries a CRC-32C. Reading takes the valid slot with the higher
 // sequence number.
+//
+// The file is created whole: written under a temporary name, synced,
+// then renamed. So a raft-mark that exists always held a valid record
+// once, and one that is empty, zero-filled or otherwise without a valid
+// record is damage (how far the log reached is unknown), never the blank
+// mark of a new directory, which has no raft-mark at all (issue #34).
 
 const (
 	markFileName = "raft-mark"
@@ -30,10 +37,13 @@ const (
 	// two records never share one.
 	markSlot = 512
 	// markRecordLen is the encoded record: magic, version, seq, stored,
-	// writing, owed, CRC (and 4 bytes of padding).
-	markRecordLen = 56
+	// writing, owed, term, owed term, CRC (and 4 bytes of padding).
+	markRecordLen = 72
 	markMagic     = "DFLKMARK"
-	markVersion   = 1
+	// markVersion 2 added the terms; a version 1 record (56 bytes, no
+	// terms) still reads, its terms unknown (0).
+	markVersion    = 2
+	markRecordLen1 = 56
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -51,9 +61,16 @@ type mark struct {
 	// raft was never told it was stored.
 	writing uint64
 	// owed, while the member recovers from damage (--raft-recover): the
-	// old stored mark, which its log must reach again before it votes or
-	// stands for election; 0 otherwise.
+	// old stored mark, which its log must reach again before it stands
+	// for election (meanwhile it votes only for a candidate whose log
+	// reaches it); 0 otherwise.
 	owed uint64
+	// term and owedTerm are the terms of the entries at stored and owed
+	// (0: not known, from a version 1 record or a mark lowered below the
+	// log). With owed, owedTerm tells the recovering member which
+	// candidates hold every entry it owes (voteguard.go). Either may be
+	// higher than the entry's true term, never lower.
+	term, owedTerm uint64
 }
 
 // appendMark encodes r (markRecordLen bytes) after dst.
@@ -66,18 +83,30 @@ func appendMark(dst []byte, r mark) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, r.stored)
 	dst = binary.LittleEndian.AppendUint64(dst, r.writing)
 	dst = binary.LittleEndian.AppendUint64(dst, r.owed)
+	dst = binary.LittleEndian.AppendUint64(dst, r.term)
+	dst = binary.LittleEndian.AppendUint64(dst, r.owedTerm)
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 	return binary.LittleEndian.AppendUint32(dst, 0)
 }
 
-// parseMark decodes one slot. ok is false for a slot that holds no valid
-// record: never written (zeros), torn, or damaged.
+// parseMark decodes one slot, of either version. ok is false for a slot
+// that holds no valid record: never written (zeros), torn, or damaged.
 func parseMark(b []byte) (r mark, ok bool) {
-	if len(b) < markRecordLen || string(b[:8]) != markMagic ||
-		binary.LittleEndian.Uint32(b[8:]) != markVersion {
+	if len(b) < markRecordLen1 || string(b[:8]) != markMagic {
 		return mark{}, false
 	}
-	if crc32.Checksum(b[:48], castagnoli) != binary.LittleEndian.Uint32(b[48:]) {
+	sum := 48 // the bytes the CRC covers, version 1
+	switch binary.LittleEndian.Uint32(b[8:]) {
+	case 1:
+	case markVersion:
+		if len(b) < markRecordLen {
+			return mark{}, false
+		}
+		sum = 64
+	default:
+		return mark{}, false
+	}
+	if crc32.Checksum(b[:sum], castagnoli) != binary.LittleEndian.Uint32(b[sum:]) {
 		return mark{}, false
 	}
 	r = mark{
@@ -85,6 +114,10 @@ func parseMark(b []byte) (r mark, ok bool) {
 		stored:  binary.LittleEndian.Uint64(b[24:]),
 		writing: binary.LittleEndian.Uint64(b[32:]),
 		owed:    binary.LittleEndian.Uint64(b[40:]),
+	}
+	if sum == 64 {
+		r.term = binary.LittleEndian.Uint64(b[48:])
+		r.owedTerm = binary.LittleEndian.Uint64(b[56:])
 	}
 	return r, r.seq != 0 && r.writing >= r.stored
 }
@@ -104,12 +137,15 @@ func newestMark(b []byte) mark {
 // markFile is the open mark file. It is not safe for concurrent use: the
 // log store serialises its writes.
 type markFile struct {
-	f     *os.File
-	path  string
-	last  mark // the record written last (its seq is the highest)
-	buf   []byte
-	syncs int    // durable writes so far (tests)
-	mem   []byte // the file mapped (Linux), once written through
+	f    *os.File // nil until create, when openMark found no file
+	path string
+	// unreadable says what is wrong with a file that holds no valid
+	// record (markCorrupt).
+	unreadable string
+	last       mark // the record written last (its seq is the highest)
+	buf        []byte
+	syncs      int    // durable writes so far (tests)
+	mem        []byte // the file mapped (Linux), once written through
 }
 
 // markState is what openMark found.
@@ -117,19 +153,28 @@ type markState uint8
 
 const (
 	markFound   markState = iota // a valid record
-	markBlank                    // none yet: a new directory, one written before marks existed, or whose first record never became durable
-	markCorrupt                  // slots that are neither valid nor blank
+	markAbsent                   // no file: a new directory, or one written before marks existed
+	markCorrupt                  // a file without a valid record: empty, zeros, or both slots damaged
 )
 
-// openMark opens (creating) the mark file in dir and reads it. Unless it
-// was markFound, the caller starts it with create.
+// openMark opens the mark file in dir, if there is one, and reads it.
+// Unless it was markFound, the caller starts it with create.
 func openMark(dir string) (*markFile, markState, error) {
 	path := filepath.Join(dir, markFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	m := &markFile{path: path, buf: make([]byte, 0, markRecordLen)}
+	// A temporary file left by a create that never reached its rename
+	// is of no use.
+	if err := os.Remove(path + markTempSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, markAbsent, nil
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	m := &markFile{f: f, path: path, buf: make([]byte, 0, markRecordLen)}
+	m.f = f
 	b := make([]byte, 2*markSlot)
 	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -141,29 +186,53 @@ func openMark(dir string) (*markFile, markState, error) {
 	switch {
 	case m.last.seq != 0:
 		return m, markFound, nil
-	case len(bytes.Trim(b, "\x00")) != 0:
-		return m, markCorrupt, nil
+	case n == 0:
+		m.unreadable = path + " is empty"
+	case len(bytes.Trim(b, "\x00")) == 0:
+		m.unreadable = path + " holds only zero bytes"
+	default:
+		m.unreadable = path + " holds no valid record (both of its slots fail their checksum)"
 	}
-	return m, markBlank, nil
+	return m, markCorrupt, nil
 }
 
-// create starts a blank (or replaced) mark file with r: both slots are
-// written at once, r in the first, and made durable with the directory
-// entry.
+// markTempSuffix names the file create writes before renaming it.
+const markTempSuffix = ".tmp"
+
+// create starts a new (or replacing) mark file with r: both slots are
+// written under a temporary name, r in the first, synced, and renamed
+// into place, the rename made durable. So the file exists only whole.
 func (m *markFile) create(r mark) error {
 	r.seq = 1
 	b := appendMark(make([]byte, 0, 2*markSlot), r)
 	b = b[:2*markSlot] // the second slot blank: zeros
-	if _, err := m.f.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("write %s: %w", m.path, err)
+	tmp := m.path + markTempSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
 	}
-	if err := m.f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", m.path, err)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, m.path); err != nil {
+		f.Close()
+		return err
 	}
 	if err := syncDir(filepath.Dir(m.path)); err != nil {
+		f.Close()
 		return fmt.Errorf("fsync the directory of %s: %w", m.path, err)
 	}
-	m.last = r
+	// The renamed file replaces the one read, if any (and its mapping).
+	if m.f != nil {
+		m.unmap()
+		_ = m.f.Close()
+	}
+	m.f, m.last, m.unreadable = f, r, ""
 	return nil
 }
 
@@ -192,6 +261,9 @@ func (m *markFile) write(r mark, durable bool) error {
 
 func (m *markFile) close() error {
 	m.unmap()
+	if m.f == nil {
+		return nil
+	}
 	return m.f.Close()
 }
 

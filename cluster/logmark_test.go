@@ -1,13 +1,15 @@
 package cluster
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
 func TestMarkRoundTrip(t *testing.T) {
-	r := mark{seq: 7, stored: 100, writing: 164, owed: 90}
+	r := mark{seq: 7, stored: 100, writing: 164, owed: 90, term: 4, owedTerm: 3}
 	b := appendMark(nil, r)
 	if len(b) != markRecordLen {
 		t.Fatalf("encoded %d bytes, want %d", len(b), markRecordLen)
@@ -16,7 +18,7 @@ func TestMarkRoundTrip(t *testing.T) {
 	if !ok || got != r {
 		t.Fatalf("parse: %+v %v, want %+v", got, ok, r)
 	}
-	for i := range 48 + 4 { // every byte the checksum covers, and the checksum
+	for i := range 64 + 4 { // every byte the checksum covers, and the checksum
 		c := append([]byte(nil), b...)
 		c[i] ^= 0x10
 		if _, ok := parseMark(c); ok {
@@ -28,12 +30,36 @@ func TestMarkRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMarkVersion1Reads: a record written before the terms were (version
+// 1, 56 bytes) still reads, its terms unknown.
+func TestMarkVersion1Reads(t *testing.T) {
+	b := []byte(markMagic)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	for _, v := range []uint64{7, 100, 164, 90} { // seq, stored, writing, owed
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	if len(b) != markRecordLen1 {
+		t.Fatalf("version 1 record of %d bytes", len(b))
+	}
+	got, ok := parseMark(append(b, make([]byte, markSlot-len(b))...))
+	if want := (mark{seq: 7, stored: 100, writing: 164, owed: 90}); !ok || got != want {
+		t.Fatalf("version 1 record: %+v %v, want %+v", got, ok, want)
+	}
+	b[40] ^= 1
+	if _, ok := parseMark(b); ok {
+		t.Fatal("a damaged version 1 record parses")
+	}
+}
+
 // TestMarkSlotsAlternate: records alternate between the slots, the newer
 // valid one wins, and a torn newer one leaves the older.
 func TestMarkSlotsAlternate(t *testing.T) {
 	dir := t.TempDir()
 	m, st, err := openMark(dir)
-	if err != nil || st != markBlank {
+	if err != nil || st != markAbsent {
 		t.Fatalf("new file: %v %v", st, err)
 	}
 	if err := m.create(mark{stored: 5, writing: 5}); err != nil {

@@ -56,6 +56,7 @@ type markedLog struct {
 		mark      *markFile
 		acked     uint64 // last index of the last append that returned nil
 		owed      uint64 // recovering: the index to reach again (mark.owed)
+		owedTerm  uint64 // and its term (mark.owedTerm)
 		closed    bool
 		asked     time.Time // when an append last asked for a write-out
 		writeOuts int       // write-outs asked for (tests)
@@ -77,10 +78,10 @@ type markedLog struct {
 // markedLog).
 const markWriteEvery = 100 * time.Millisecond
 
-func newMarkedLog(w *wal.WAL, m *markFile, acked, owed uint64, onRecovered func(uint64)) *markedLog {
+func newMarkedLog(w *wal.WAL, m *markFile, acked, owed, owedTerm uint64, onRecovered func(uint64)) *markedLog {
 	l := &markedLog{wal: w, onRecovered: onRecovered, kick: make(chan struct{}, 1),
 		stopped: make(chan struct{}), writeEvery: markWriteEvery, now: time.Now}
-	l.mu.mark, l.mu.acked, l.mu.owed = m, acked, owed
+	l.mu.mark, l.mu.acked, l.mu.owed, l.mu.owedTerm = m, acked, owed, owedTerm
 	go l.writer(m)
 	return l
 }
@@ -135,11 +136,12 @@ func (l *markedLog) StoreLogs(logs []*raft.Log) error {
 	l.mu.acked = last
 	recovered := l.mu.owed != 0 && last >= l.mu.owed
 	if recovered {
-		l.mu.owed = 0
+		l.mu.owed, l.mu.owedTerm = 0, 0
 	}
 	// Into the page cache. Best effort: should it fail, the next append's
 	// record carries stored = its own last all the same.
-	_ = l.mu.mark.write(mark{stored: last, writing: last, owed: l.mu.owed}, false)
+	_ = l.mu.mark.write(mark{stored: last, writing: last, owed: l.mu.owed,
+		term: logs[len(logs)-1].Term, owedTerm: l.mu.owedTerm}, false)
 	if now := l.now(); l.writeEvery <= 0 || now.Sub(l.mu.asked) >= l.writeEvery {
 		l.mu.asked = now
 		l.mu.writeOuts++
@@ -171,7 +173,18 @@ func (l *markedLog) DeleteRange(lo, hi uint64) error {
 		floor := lo - 1
 		cur := l.mu.mark.last
 		if cur.stored > floor || cur.writing > floor || l.mu.acked > floor {
-			r := mark{stored: min(cur.stored, floor), writing: min(cur.writing, floor), owed: l.mu.owed}
+			r := mark{stored: min(cur.stored, floor), writing: min(cur.writing, floor), owed: l.mu.owed,
+				term: cur.term, owedTerm: l.mu.owedTerm}
+			if cur.stored > floor {
+				// The term of the entry at floor; if the log no longer
+				// holds it, the old one, which is no lower.
+				var e raft.Log
+				if floor == 0 {
+					r.term = 0
+				} else if l.wal.GetLog(floor, &e) == nil {
+					r.term = e.Term
+				}
+			}
 			if err := l.mu.mark.write(r, true); err != nil {
 				return fmt.Errorf("cluster: raft log mark: %w", err)
 			}

@@ -38,7 +38,7 @@ func BenchmarkStoreLogs(b *testing.B) {
 				if err := mf.create(mark{}); err != nil {
 					b.Fatal(err)
 				}
-				l := newMarkedLog(w, mf, 0, 0, nil)
+				l := newMarkedLog(w, mf, 0, 0, 0, nil)
 				defer l.close()
 				store = l
 			}

@@ -29,10 +29,14 @@ func newMarkedFixture(t *testing.T, owed uint64, onRecovered func(uint64)) *mark
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mf.create(mark{owed: owed}); err != nil {
+	var owedTerm uint64 // the entries' (entries)
+	if owed != 0 {
+		owedTerm = 1
+	}
+	if err := mf.create(mark{owed: owed, owedTerm: owedTerm}); err != nil {
 		t.Fatal(err)
 	}
-	f := &markedFixture{t: t, dir: dir, w: w, mf: mf, l: newMarkedLog(w, mf, 0, owed, onRecovered)}
+	f := &markedFixture{t: t, dir: dir, w: w, mf: mf, l: newMarkedLog(w, mf, 0, owed, owedTerm, onRecovered)}
 	f.l.writeEvery = 0 // a write-out after every append; TestMarkedLogWritesOutEveryInterval tests the interval
 	t.Cleanup(func() {
 		f.l.close()
@@ -120,7 +124,7 @@ func awaitWrittenOut(t *testing.T, l *markedLog, n int64) {
 func TestMarkedLogRaisesMark(t *testing.T) {
 	f := newMarkedFixture(t, 0, nil)
 	f.store(1, 10)
-	if got := f.onDisk(); got != (mark{stored: 10, writing: 10}) {
+	if got := f.onDisk(); got != (mark{stored: 10, writing: 10, term: 1}) {
 		t.Fatalf("after 1..10: %+v", got)
 	}
 	asked := f.l.mu.writeOuts
@@ -128,7 +132,7 @@ func TestMarkedLogRaisesMark(t *testing.T) {
 	if f.l.mu.writeOuts != asked+1 {
 		t.Fatalf("write-outs asked for by one StoreLogs: %d, want 1", f.l.mu.writeOuts-asked)
 	}
-	if got := f.onDisk(); got != (mark{stored: 20, writing: 20}) {
+	if got := f.onDisk(); got != (mark{stored: 20, writing: 20, term: 1}) {
 		t.Fatalf("after 11..20: %+v", got)
 	}
 	if err := f.l.StoreLog(entries(21, 21)[0]); err != nil {
@@ -152,7 +156,7 @@ func TestMarkedLogTailDeleteLowersMark(t *testing.T) {
 	if f.mf.syncs != syncs+1 {
 		t.Fatal("the tail deletion did not write the mark durably")
 	}
-	if got := f.onDisk(); got != (mark{stored: 14, writing: 14}) {
+	if got := f.onDisk(); got != (mark{stored: 14, writing: 14, term: 1}) {
 		t.Fatalf("after deleting 15..20: %+v", got)
 	}
 	if last, _ := f.w.LastIndex(); last != 14 {
@@ -160,7 +164,7 @@ func TestMarkedLogTailDeleteLowersMark(t *testing.T) {
 	}
 	// The replacement entries raise it again.
 	f.store(15, 17)
-	if got := f.onDisk(); got != (mark{stored: 17, writing: 17}) {
+	if got := f.onDisk(); got != (mark{stored: 17, writing: 17, term: 1}) {
 		t.Fatalf("after storing 15..17 again: %+v", got)
 	}
 }
@@ -177,7 +181,7 @@ func TestMarkedLogHeadDeleteKeepsMark(t *testing.T) {
 	if f.mf.syncs != syncs {
 		t.Fatal("a head deletion wrote the mark")
 	}
-	if got := f.onDisk(); got != (mark{stored: 20, writing: 20}) {
+	if got := f.onDisk(); got != (mark{stored: 20, writing: 20, term: 1}) {
 		t.Fatalf("after compacting 1..12: %+v", got)
 	}
 	if first, _ := f.w.FirstIndex(); first != 13 {

@@ -35,7 +35,7 @@ type Storage struct {
 
 	wal    *wal.WAL
 	marked *markedLog // nil with NoMark
-	guard  *voteGuard // recovering: keeps this member out of elections
+	guard  *voteGuard // recovering: keeps this member from standing, and from electing a member that lacks what it lost
 	lock   *os.File
 }
 
@@ -134,16 +134,16 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 	if ms == markFound {
 		m = mf.last
 	}
-	d := assess(dir, c, m, ms == markCorrupt, snap, cfg)
+	d := assess(dir, c, m, mf.unreadable, snap, cfg)
 	cfg.Log.Info("raft log checked", "dir", dir, "first_index", c.first, "last_index", c.last,
 		"snapshot_index", d.snapIndex, "entries", c.entries, "segments", c.segments,
 		"took", time.Since(began).Round(time.Millisecond).String())
-	owed := m.owed
+	owed, owedTerm := m.owed, m.owedTerm
 	switch {
 	case !d.damaged() && owed != 0:
 		cfg.Log.Info("raft log recovered: it reached the index it had acknowledged before its damage; this member votes again",
 			"dir", dir, "index", owed)
-		owed = 0
+		owed, owedTerm = 0, 0
 	case d.damaged() && cfg.AcceptLoss && d.usable() == 0:
 		_ = mf.close()
 		return fmt.Errorf("raft directory %s is damaged: %s. Nothing usable remains to accept: move the directory away, "+
@@ -155,26 +155,26 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 		}
 		cfg.Log.Warn("raft log damage accepted (--raft-accept-loss): the damaged entries are dropped and the member starts without them",
 			"dir", dir, "lost_from", d.from, "lost_to", d.to, "continues_from", d.usable(), "damage", d.what())
-		owed = 0
+		owed, owedTerm = 0, 0
 	case d.damaged() && cfg.Recover && !d.lone && !d.markUnreadable:
 		if err := d.drop(s.wal); err != nil {
 			_ = mf.close()
 			return err
 		}
-		owed = max(d.high, owed)
-		cfg.Log.Warn("raft log damaged; recovering (--raft-recover): the damaged entries are dropped, and this member neither votes nor stands for election until the leader has sent its log up to the owed index again",
-			"dir", dir, "lost_from", d.from, "lost_to", d.to, "log_ends_at", d.usable(), "owed", owed, "damage", d.what())
+		owed, owedTerm = s.owed(d.high, m)
+		cfg.Log.Warn("raft log damaged; recovering (--raft-recover): the damaged entries are dropped, and this member stands for election only once its log reaches the owed index again, and votes only for a candidate whose log reaches it",
+			"dir", dir, "lost_from", d.from, "lost_to", d.to, "log_ends_at", d.usable(), "owed", owed, "owed_term", owedTerm, "damage", d.what())
 	case d.damaged():
 		_ = mf.close()
 		d.recoverAsked = cfg.Recover
 		return d
 	}
-	next := mark{stored: d.usable(), writing: d.usable(), owed: owed}
+	next := mark{stored: d.usable(), writing: d.usable(), owed: owed, term: s.termAt(d.usable(), snap), owedTerm: owedTerm}
 	if ms == markFound {
 		err = mf.write(next, true)
 	} else {
 		err = mf.create(next)
-		if ms == markBlank && d.usable() > 0 {
+		if ms == markAbsent && d.usable() > 0 {
 			cfg.Log.Info("raft-mark started: losses of entries up to here cannot be detected", "dir", dir, "index", d.usable())
 		}
 	}
@@ -183,15 +183,14 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 		return err
 	}
 	if owed != 0 {
-		s.guard = &voteGuard{}
-		s.guard.recovering.Store(true)
+		s.guard = newVoteGuard(owed, owedTerm)
 	}
 	if cfg.NoMark {
-		// (A member recovering here stays out of elections until it is
-		// restarted with the mark: nothing would lift the guard.)
+		// (A member recovering here stays guarded until it is restarted
+		// with the mark: nothing would lift the guard.)
 		return mf.close()
 	}
-	s.marked = newMarkedLog(s.wal, mf, d.usable(), owed, func(index uint64) {
+	s.marked = newMarkedLog(s.wal, mf, d.usable(), owed, owedTerm, func(index uint64) {
 		s.guard.lift()
 		cfg.Log.Info("raft log recovered: it reached the index it had acknowledged before its damage; this member votes again",
 			"dir", dir, "index", index)
@@ -200,8 +199,51 @@ func (s *Storage) check(dir string, segs []types.SegmentInfo, cfg *StorageConfig
 	return nil
 }
 
+// owed is what a member starting to recover from damage that reaches
+// high owes: the index its log must reach again, and the term of the
+// entry there, which a candidate's last entry must reach for this member
+// to vote for it (voteguard.go). The term is the mark's when the mark
+// recorded the entry at that index (the mark of an earlier recovery, or
+// the stored one); otherwise (a version 1 mark, or corrupt entries past
+// the mark) the member's current term, which is no lower than the term
+// of any entry it stored; 0 when not even that is known, and then the
+// member votes for no one until it has recovered.
+func (s *Storage) owed(high uint64, m mark) (owed, term uint64) {
+	switch {
+	case high == m.owed && m.owedTerm != 0:
+		return high, m.owedTerm
+	case high == m.stored && m.term != 0:
+		return high, m.term
+	}
+	term, err := s.Stable.GetUint64(keyCurrentTerm)
+	if err != nil {
+		term = 0
+	}
+	return high, term
+}
+
+// keyCurrentTerm is where raft keeps its current term in the stable
+// store (raft's own key).
+var keyCurrentTerm = []byte("CurrentTerm")
+
+// termAt is the term of the entry at index as the directory holds it: in
+// the log, or the snapshot's when it ends there; 0 if neither.
+func (s *Storage) termAt(index uint64, snap *raft.SnapshotMeta) uint64 {
+	var e raft.Log
+	switch {
+	case index == 0:
+		return 0
+	case s.wal.GetLog(index, &e) == nil:
+		return e.Term
+	case snap != nil && snap.Index == index:
+		return snap.Term
+	}
+	return 0
+}
+
 // Transport returns t as raft must use it: while this member recovers
-// from damage, kept out of elections (voteguard.go).
+// from damage, it stands for nothing and votes only for candidates that
+// hold what it lost (voteguard.go).
 func (s *Storage) Transport(t raft.Transport) raft.Transport {
 	if s.guard == nil {
 		return t
@@ -210,7 +252,8 @@ func (s *Storage) Transport(t raft.Transport) raft.Transport {
 }
 
 // Recovering reports whether this member is still copying back what it
-// had acknowledged before its log was damaged (and so does not vote).
+// had acknowledged before its log was damaged (and so votes only for a
+// candidate that holds it, and does not stand).
 func (s *Storage) Recovering() bool { return s.guard != nil && s.guard.Recovering() }
 
 // Close closes the log and releases the directory.

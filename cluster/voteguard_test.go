@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,5 +96,70 @@ func TestVoteGuard(t *testing.T) {
 	go serve(peer, make(chan any, 16))
 	if err := guarded.RequestVote("n2", peer.LocalAddr(), &raft.RequestVoteRequest{Term: 11}, &vote); err != nil || !vote.Granted {
 		t.Fatalf("own vote request after the guard lifted: %+v %v", vote, err)
+	}
+}
+
+// TestVoteGuardVotesForCandidateHoldingOwed is issue #34's first case in
+// the small: a recovering member that owes entries up to index 100 of
+// term 3 lets raft judge the election requests of a candidate whose last
+// entry is at least that up to date, and answers the others itself; it
+// still stands for nothing itself.
+func TestVoteGuardVotesForCandidateHoldingOwed(t *testing.T) {
+	inner, peer := newInmemTransport(), newInmemTransport()
+	inner.Connect(peer.LocalAddr(), peer)
+	peer.Connect(inner.LocalAddr(), inner)
+	guarded := guardTransport(inner, newVoteGuard(100, 3))
+	t.Cleanup(func() {
+		guarded.(raft.WithClose).Close()
+		peer.Close()
+	})
+	reached := make(chan any, 16)
+	go serve(guarded, reached)
+	to := inner.LocalAddr()
+	for _, c := range []struct {
+		index, term uint64
+		holds       bool
+	}{
+		{99, 3, false},  // the owed term, short of the owed index
+		{150, 2, false}, // longer, but its tail is of an older term
+		{0, 0, false},
+		{100, 3, true},
+		{120, 3, true},
+		{50, 4, true}, // a later term: its leader had every committed entry
+	} {
+		var vote raft.RequestVoteResponse
+		err := peer.RequestVote("n1", to, &raft.RequestVoteRequest{Term: 9, LastLogIndex: c.index, LastLogTerm: c.term}, &vote)
+		if err != nil || vote.Granted != c.holds {
+			t.Fatalf("vote for a candidate at index %d term %d: %+v %v, want granted %v", c.index, c.term, vote, err, c.holds)
+		}
+		var pre raft.RequestPreVoteResponse
+		err = peer.RequestPreVote("n1", to, &raft.RequestPreVoteRequest{Term: 9, LastLogIndex: c.index, LastLogTerm: c.term}, &pre)
+		if err != nil || pre.Granted != c.holds {
+			t.Fatalf("pre-vote for a candidate at index %d term %d: %+v %v, want granted %v", c.index, c.term, pre, err, c.holds)
+		}
+		if c.holds { // raft (serve) answered both
+			for _, want := range []string{"*raft.RequestVoteRequest", "*raft.RequestPreVoteRequest"} {
+				if got := fmt.Sprintf("%T", <-reached); got != want {
+					t.Fatalf("raft saw %s, want %s", got, want)
+				}
+			}
+		}
+	}
+	if len(reached) != 0 {
+		t.Fatalf("raft saw %T from a candidate that lacks owed entries", <-reached)
+	}
+	var tn raft.TimeoutNowResponse
+	if err := peer.TimeoutNow("n1", to, &raft.TimeoutNowRequest{}, &tn); err == nil {
+		t.Fatal("a recovering member accepted a leadership transfer")
+	}
+	var vote raft.RequestVoteResponse
+	if err := guarded.RequestVote("n2", peer.LocalAddr(), &raft.RequestVoteRequest{Term: 9, LastLogIndex: 200, LastLogTerm: 5}, &vote); !errors.Is(err, errRecovering) {
+		t.Fatalf("a recovering member's vote request: %v", err)
+	}
+
+	// The owed term unknown: no candidate gets the vote.
+	unknown := newVoteGuard(100, 0)
+	if unknown.holdsOwed(1000, 99) {
+		t.Fatal("a guard that does not know the owed term let a candidate through")
 	}
 }

@@ -281,8 +281,9 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		storage.Close()
 		return nil, err
 	}
-	// A member recovering a damaged log takes no part in elections until
-	// it has caught up (cluster/voteguard.go).
+	// A member recovering a damaged log does not stand for election until
+	// it has caught up, and votes only for a candidate that holds what it
+	// lost (cluster/voteguard.go).
 	trans := storage.Transport(raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, rlog))
 
 	addrs := map[raft.ServerID]string{}

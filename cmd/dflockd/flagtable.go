@@ -237,7 +237,7 @@ var settingGroups = []settingGroup{
 			usage: "cluster mode: the raft log and snapshots live here (unset = single node)",
 			field: func(c *Config) any { return &c.Cluster.RaftDir }},
 		{flag: "raft-recover", env: "DFLOCKD_RAFT_RECOVER", kind: kindBool,
-			usage: "start although the raft log lost entries this member acknowledged: drop the damage, copy it back from the leader, vote only once caught up (not for a lone member)",
+			usage: "start although the raft log lost entries this member acknowledged: drop the damage, copy it back from the leader; until caught up, vote only for a member that holds it (not for a lone member)",
 			field: func(c *Config) any { return &c.Cluster.Recover }},
 		{flag: "raft-accept-loss", env: "DFLOCKD_RAFT_ACCEPT_LOSS", kind: kindBool,
 			usage: "start although the raft log is damaged: drop the damage and go on without it, the loss accepted (a lone member's last resort)",

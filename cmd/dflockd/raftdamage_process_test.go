@@ -312,6 +312,109 @@ func TestRaftDamageClusterMemberRecovers(t *testing.T) {
 	t.Logf("n1 refused (%s), recovered from %s, and %s was elected after %s went down", lostRange.FindString(out), l.id, l2.id, l.id)
 }
 
+// TestRaftDamageTwoRecoverFromHealthy is issue #34's first case: all
+// three members are SIGKILLed after 1,000 acknowledged increments, and
+// the newest segment of two of them loses half its bytes. Restarted,
+// those two with --raft-recover and the third plainly, the third, which
+// holds every entry, must be elected: the two recovering members refuse
+// their votes only to candidates whose log lacks what they owe. The
+// counter then reads 1000 and both damaged members catch up.
+//
+// The member left whole is the one that led: a leader stores each entry
+// before it sends it, so its log holds every entry a follower
+// acknowledged, whenever the three die.
+func TestRaftDamageTwoRecoverFromHealthy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process, tens of seconds")
+	}
+	const writes = 1000
+	ms := startMembers(t, 3)
+	healthy, _ := leader(t, ms, nil, 30*time.Second)
+	pipelinedIncr(t, healthy, "acked", 0, writes)
+	var damaged []*member
+	for _, m := range ms {
+		if m != healthy {
+			damaged = append(damaged, m)
+		}
+	}
+	// All three die; the leader first would let the two others elect one
+	// of themselves in between, so the followers go first.
+	for _, m := range append(slices.Clone(damaged), healthy) {
+		m.signal(syscall.SIGKILL)
+	}
+	owed := map[string]uint64{}
+	for _, m := range damaged {
+		truncateNewestSegment(t, m)
+		mk, ok, err := cluster.ReadLogMark(raftDir(t, m))
+		if !ok || err != nil {
+			t.Fatalf("%s's raft-mark: %+v %v %v", m.id, mk, ok, err)
+		}
+		owed[m.id] = mk.Stored
+	}
+
+	for _, m := range damaged {
+		m.args = append(m.args, "--raft-recover")
+		m.start()
+	}
+	restarted := time.Now()
+	healthy.start()
+	l, _ := leader(t, ms, nil, 60*time.Second)
+	elected := time.Since(restarted)
+	if l != healthy {
+		t.Fatalf("%s was elected; only %s holds every acknowledged entry (the others owe %v)", l.id, healthy.id, owed)
+	}
+	if got := ask(l.client, "get", "acked", "_", 20*time.Second); got != fmt.Sprintf("ok %d", writes) {
+		t.Fatalf("counter on %s: %q, want every acknowledged increment (ok %d)", l.id, got, writes)
+	}
+	for _, m := range damaged {
+		within(t, 30*time.Second, m.id+" recovered (its log reached what it had acknowledged)", func() (bool, string) {
+			mk, ok, err := cluster.ReadLogMark(raftDir(t, m))
+			return ok && mk.Owed == 0 && mk.Stored >= owed[m.id], fmt.Sprintf("%+v %v %v", mk, ok, err)
+		})
+	}
+	t.Logf("%s (whole) was elected %v after the restart; %s and %s (owing up to %v) recovered from it; counter %d",
+		healthy.id, elected.Round(100*time.Millisecond), damaged[0].id, damaged[1].id, owed, writes)
+}
+
+// TestRaftDamageEmptiedMarkRefused is issue #34's second case: a lone
+// member's raft-mark zero-filled (or emptied) and its newest segment
+// halved while it was down. The mark must count as damage (the refusal
+// names it and the ways out), not as the blank mark of a new directory,
+// which would have the member serve the log as it is.
+func TestRaftDamageEmptiedMarkRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		says    string
+	}{
+		{"zeros", make([]byte, 1024), "holds only zero bytes"},
+		{"empty", nil, "is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := startMembers(t, 1)
+			m := ms[0]
+			leader(t, ms, nil, 30*time.Second)
+			pipelinedIncr(t, m, "acked", 0, 1000)
+			m.signal(syscall.SIGKILL)
+			truncateNewestSegment(t, m)
+			mark := filepath.Join(raftDir(t, m), "raft-mark")
+			if err := os.WriteFile(mark, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := refuses(t, m)
+			mustSay(t, "the refusal", out, "raft-mark file is unreadable", mark+" "+tc.says, "--raft-accept-loss", "backup")
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "level=ERROR") {
+					t.Logf("refused: %s", line)
+				}
+			}
+		})
+	}
+}
+
 // TestRaftDamageFlags: --raft-recover and --raft-accept-loss (and their
 // variables) concern a raft directory, and exclude each other.
 func TestRaftDamageFlags(t *testing.T) {
