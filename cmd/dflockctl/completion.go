@@ -22,6 +22,7 @@ var (
 		"file":       {"try", "acquire", "release", "status", "cleanup"},
 		"completion": {"bash", "zsh"},
 		"cluster":    {"add", "remove"},
+		"acl":        {"log", "whoami", "check"},
 	}
 	completionFlags = map[string][]string{
 		"lock":    {"--timeout", "--lease", "--limit", "--keepalive", "--kill-on-lost"},
@@ -35,6 +36,7 @@ var (
 		"file":    {"--tag", "--stale", "--pid", "--timeout", "--verbose", "--force"},
 		"cluster": {"--http", "--admin-token", "--admin-token-file"},
 		"top":     {"--interval", "--http"},
+		"acl":     {"--http"},
 	}
 	globalFlags = []string{"--server", "-h", "-p", "--endpoints", "--cluster", "--stable-ref", "--auth-token", "--auth-token-file", "--tls", "--tls-ca",
 		"--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure", "--json", "--help"}

@@ -12,10 +12,11 @@ const (
 	exitAbsent      = 3          // kv get, list pop: no value
 	exitStatusFree  = exitAbsent // file status: no lock file
 	exitStatusStale = 4          // file status: a lock file exists but is stale
+	exitRefused     = 5          // acl check: the policy refuses the identity the command on the key
 
 	exitUnavailable = 69 // EX_UNAVAILABLE: cannot connect to the server
 	exitBusy        = 75 // EX_TEMPFAIL: lock held by someone else, a wait timed out, a kv cas conflict
-	exitNoPerm      = 77 // EX_NOPERM: file release of a lock that is not ours; server auth rejected
+	exitNoPerm      = 77 // EX_NOPERM: file release of a lock that is not ours; server auth rejected; HTTP API: 403 forbidden
 
 	exitCannotRun = 126 // lock: CMD found but could not be started (shell convention)
 	exitNotFound  = 127 // lock: CMD not found (shell convention)

@@ -8,7 +8,8 @@
 //     kv, counter, list, signal, listen, watch, barrier and observe reach the
 //     other primitives, "raw" sends any request, "interactive" is a
 //     prompt with line editing and history, and "cluster add|remove"
-//     changes a cluster's membership through its leader's HTTP admin API.
+//     changes a cluster's membership through its leader's HTTP admin API;
+//     "acl log|whoami|check" shows the server's policy at work.
 //
 // Global options go before or after the command's name. Exit codes are
 // listed in exitcode.go and README.md.
@@ -69,6 +70,10 @@ Lock observatory (the server's HTTP API):
   top [--interval S]               a live full-screen view: hot keys, longest waits, deadlocks
   admin release KEY [--fence F] [--reason TEXT] [--admin-token T]
 
+Policy (the server's HTTP API; the auth token names the identity):
+  acl log                          acl whoami                       [--http HOST:PORT,...]
+  acl check IDENTITY COMMAND KEY   exit 0 allowed, 5 refused, with the deciding rule
+
 File locks (no server):
   file try|acquire|release|status|cleanup PATH [options]
 
@@ -119,6 +124,7 @@ func init() {
 		"deadlocks":   {run: (*cli).deadlocks},
 		"top":         {run: (*cli).top},
 		"admin":       {run: (*cli).admin},
+		"acl":         {run: (*cli).acl},
 		"interactive": {run: (*cli).interactive},
 		"completion":  {run: (*cli).completion},
 		"version":     {run: (*cli).printVersion, interactive: true},

@@ -107,6 +107,13 @@ func (c *cli) failure(name string, a *adminAnswer) int {
 	switch {
 	case a.status == http.StatusUnauthorized:
 		return c.fail(exitNoPerm, "%s: the server rejected the auth token (or the admin token)", name)
+	case a.status == http.StatusForbidden:
+		// The server's policy refuses the identity the token names; the
+		// detail names the identity and the deciding rule.
+		if a.Detail == "" {
+			return c.fail(exitNoPerm, "%s: forbidden (403): the identity the auth token names may not", name)
+		}
+		return c.fail(exitNoPerm, "%s: forbidden: %s", name, a.Detail)
 	case a.Error == "admin_disabled":
 		return c.fail(exitFailure, "%s: the server has no --admin-token: its admin routes are off", name)
 	case a.status == http.StatusBadRequest:

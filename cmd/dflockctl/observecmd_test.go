@@ -28,9 +28,16 @@ type observedServer struct {
 
 func startObserved(t *testing.T) *observedServer {
 	t.Helper()
-	hub := sessions.NewServerHub(sessions.Config{}, engine.Config{Shards: 4, Events: 1024}, timerwheel.NewMonoClock(), time.Hour)
+	return startServerAPI(t, sessions.Config{}, httpapi.Config{AdminToken: "root"})
+}
+
+// startServerAPI starts an in-process server's HTTP API with the given
+// configurations (a policy, tokens).
+func startServerAPI(t *testing.T, sc sessions.Config, hc httpapi.Config) *observedServer {
+	t.Helper()
+	hub := sessions.NewServerHub(sc, engine.Config{Shards: 4, Events: 1024}, timerwheel.NewMonoClock(), time.Hour)
 	hub.Start()
-	api := httpapi.New(hub, httpapi.Config{AdminToken: "root"})
+	api := httpapi.New(hub, hc)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
