@@ -72,7 +72,18 @@ func (a *API) withIdentity(next http.Handler) http.Handler {
 				return
 			}
 		}
-		id := a.identify(r, a.hub.Policy())
+		p := a.hub.Policy()
+		id := a.identify(r, p)
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
+			// A client certificate names an identity too (--tls-client-ca);
+			// with a token as well, the two must agree.
+			byCert := p.ByCertificate(r.TLS.PeerCertificates[0])
+			if id != nil && byCert != nil && id.Name != byCert.Name {
+				id = nil
+			} else if id == nil {
+				id = byCert
+			}
+		}
 		if id == nil {
 			a.refuse(w, r, `Bearer realm="dflockd"`)
 			return

@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/subtle"
+	"crypto/x509"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -364,4 +365,46 @@ func (h *Hub) RecordRefusal(r Refusal) {
 	h.acl.log.add(r)
 	h.cfg.Events.Warn("request denied", "identity", r.Identity, "remote", r.Remote, "command", r.Command,
 		"key", r.Key, "class", r.Class, "rule", r.Reason)
+}
+
+// CertifiedTransport is implemented by transports that can show the
+// client certificate their handshake verified (netconn's, with
+// --tls-client-ca).
+type CertifiedTransport interface {
+	PeerCertificate() *x509.Certificate
+}
+
+// identifyByCertificate gives a new session the identity its client
+// certificate names, if any: it needs no auth line then. A godistlock
+// session, which has no auth step, must have one: without it the
+// connection is closed at once.
+func (s *Session) identifyByCertificate(p Protocol, now timerwheel.Instant) {
+	var id *policy.Identity
+	if ct, ok := s.t.(CertifiedTransport); ok {
+		if c := ct.PeerCertificate(); c != nil {
+			id = s.hub.acl.pol.Load().ByCertificate(c)
+		}
+	}
+	if id != nil && s.admit(id) {
+		s.authed, s.byCert = true, true
+		return
+	}
+	if p == Godistlock || id != nil { // no identity, or over its conns quota
+		s.hub.cfg.Events.Warn("connection closed: no identity (godistlock needs a client certificate that names one)",
+			"remote", s.remote())
+		s.closing = true
+		s.deadline = now.After(0)
+		s.t.SetTimer(s.deadline)
+	}
+}
+
+// authOnCertificate answers an auth line on a connection its certificate
+// already identified: the two credentials must agree. A token of the same
+// identity is ok; any other is a failed auth, with its close.
+func (s *Session) authOnCertificate(out, token []byte, now timerwheel.Instant) []byte {
+	if id := s.hub.acl.identify(token, s.hub.cfg.AuthToken); id != nil && id.Name == s.ident.Name {
+		return parse.AppendStatus(out, vocab.StatusOK)
+	}
+	s.hub.gate.failed(s.authKey, now)
+	return s.refuseAuth(out, now)
 }

@@ -170,6 +170,9 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	case vocab.OpPing:
 		return parse.AppendStatus(out, vocab.StatusOK), false
 	case vocab.OpAuth:
+		if s.byCert {
+			return s.authOnCertificate(out, req.Token, now), false
+		}
 		// Already authenticated, or no token configured (spec §B.13).
 		s.countReply(vocab.StatusError)
 		return parse.AppendStatus(out, vocab.StatusError), false

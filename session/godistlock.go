@@ -142,6 +142,14 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 	if h.draining.Load() {
 		return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockDraining), true
 	}
+	if s.ident != nil && !s.ident.Everything() {
+		// A policy: the request is checked as the line protocol's
+		// counterpart; a refusal is NO, as for a lock not granted.
+		if op, ok := godistlockAsLine[r.Op]; ok && s.refused(&vocab.Request{Op: op, Key: r.Lock}) {
+			s.countReply(vocab.StatusErrorDenied)
+			return parse.AppendGodistlockNo(out, r.Nonce), false
+		}
+	}
 	sc := s.t.Scratch()
 	sc.Cmd = engine.Command{Session: s.id, At: now, Req: vocab.Request{Key: r.Lock}, LeaseMs: r.LeaseMs}
 	cmd := &sc.Cmd
@@ -267,4 +275,12 @@ func (g *godistlock) deliver(s *Session, r engine.Result) {
 	}
 	s.write(parse.AppendGodistlockErr(sc.Out[:0], nonce, reason))
 	s.t.Close()
+}
+
+// godistlockAsLine is the line-protocol command a policy checks each
+// godistlock request as (HELLO is not checked).
+var godistlockAsLine = map[parse.GodistlockOp]vocab.Op{
+	parse.GodistlockOn: vocab.OpLock, parse.GodistlockTry: vocab.OpLock,
+	parse.GodistlockRefresh: vocab.OpRenew, parse.GodistlockOff: vocab.OpRelease,
+	parse.GodistlockIs: vocab.OpGet, parse.GodistlockStats: vocab.OpStats,
 }

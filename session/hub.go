@@ -141,6 +141,9 @@ func (h *Hub) Open(t Transport, p Protocol) *Session {
 	}
 	s.deadline = now.After(h.rtMs)
 	t.SetTimer(s.deadline)
+	if h.acl != nil {
+		s.identifyByCertificate(p, now)
+	}
 	rs := h.routeShard(id)
 	rs.mu.Lock()
 	rs.m[id] = s

@@ -42,6 +42,46 @@ type Store struct {
 	// reload serialises Reload: two concurrent reloads must not store
 	// their results in the opposite order of their reads.
 	reload sync.Mutex
+	// clientCAs, when set (SetClientCAs, before any Config), verifies the
+	// client certificates handshakes present (--tls-client-ca).
+	clientCAs *x509.CertPool
+}
+
+// ErrNoClientCA: the client CA file holds no certificate.
+var ErrNoClientCA = errors.New("tlscert: no PEM CERTIFICATE block in the client CA file")
+
+// SetClientCAs reads the CA certificates that sign client certificates
+// (PEM, one or more): every Config made after it asks clients for a
+// certificate and verifies the one given; a client may still present
+// none (it then authenticates with a token, if the server wants one).
+func (s *Store) SetClientCAs(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("tlscert: client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	n := 0
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if !isCertBlock(b.Type) {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return fmt.Errorf("tlscert: client CA %s: certificate %d: %w", file, n+1, err)
+		}
+		pool.AddCert(c)
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNoClientCA, file)
+	}
+	s.clientCAs = pool
+	return nil
 }
 
 // Load reads the pair from certFile (PEM, the leaf first, then any
@@ -80,12 +120,16 @@ func (s *Store) Certificate() *tls.Certificate { return s.cur.Load() }
 // Store. The config is the caller's (an HTTP server may add NextProtos);
 // it shares nothing with other listeners' but the Store.
 func (s *Store) Config() *tls.Config {
-	return &tls.Config{
+	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return s.cur.Load(), nil
 		},
 	}
+	if s.clientCAs != nil {
+		cfg.ClientCAs, cfg.ClientAuth = s.clientCAs, tls.VerifyClientCertIfGiven
+	}
+	return cfg
 }
 
 // readPair reads and checks the two files, with errors that name the file

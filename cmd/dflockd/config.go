@@ -51,6 +51,9 @@ type Config struct {
 	// speaks TLS only (spec §D.2), served by package netconn.
 	TLSCert string
 	TLSKey  string
+	// TLSClientCA: --tls-client-ca, DFLOCKD_TLS_CLIENT_CA: the CAs of
+	// client certificates (mutual TLS); needs TLS.
+	TLSClientCA string
 
 	DefaultLeaseTTL    time.Duration // --default-lease-ttl, DFLOCKD_DEFAULT_LEASE_TTL_S, 33 s, > 0
 	LeaseSweepInterval time.Duration // --lease-sweep-interval, DFLOCKD_LEASE_SWEEP_INTERVAL_S, 1 s, > 0 (accepted for compatibility; our timer wheel evicts on time)

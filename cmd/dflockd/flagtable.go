@@ -101,6 +101,9 @@ var settingGroups = []settingGroup{
 		{flag: flagTLSKey, env: envTLSKey, kind: kindString, arg: "FILE",
 			usage: "the certificate's private key (PEM); needs --tls-cert",
 			field: func(c *Config) any { return &c.TLSKey }},
+		{flag: "tls-client-ca", env: "DFLOCKD_TLS_CLIENT_CA", kind: kindString, arg: "FILE",
+			usage: "verify client certificates against these CAs (PEM); with --policy-file a certificate names its identity; needs --tls-cert",
+			field: func(c *Config) any { return &c.TLSClientCA }},
 	}},
 	{"Leases and timeouts (whole seconds)", []setting{
 		{flag: "default-lease-ttl", env: "DFLOCKD_DEFAULT_LEASE_TTL_S", kind: kindSeconds, min: 1, max: maxSeconds, arg: "SECONDS",

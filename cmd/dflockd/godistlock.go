@@ -18,9 +18,9 @@ func checkGodistlock(cfg *Config) error {
 		return errors.New("--godistlock-port (DFLOCKD_GODISTLOCK_PORT) cannot be combined with an auth token: " +
 			"the godistlock protocol has no authentication; unset one of them")
 	}
-	if cfg.PolicyFile != "" {
-		return errors.New("--godistlock-port (DFLOCKD_GODISTLOCK_PORT) cannot be combined with --policy-file: " +
-			"the godistlock protocol has no authentication, so its clients would have no identity; unset one of them")
+	if cfg.PolicyFile != "" && cfg.TLSClientCA == "" {
+		return errors.New("--godistlock-port (DFLOCKD_GODISTLOCK_PORT) with --policy-file needs --tls-client-ca: " +
+			"the godistlock protocol has no authentication, so its clients are known by their certificates only")
 	}
 	return nil
 }

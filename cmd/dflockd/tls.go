@@ -24,6 +24,9 @@ import (
 // certificate, naming the setting that was given (dflockd refuses the
 // same). Empty values count as unset.
 func checkTLS(cfg *Config, cli, env func(string) (source, bool)) error {
+	if cfg.TLSClientCA != "" && cfg.TLSCert == "" {
+		return fmt.Errorf("--tls-client-ca (DFLOCKD_TLS_CLIENT_CA) needs TLS: set --tls-cert and --tls-key too")
+	}
 	if (cfg.TLSCert == "") == (cfg.TLSKey == "") {
 		return nil
 	}
@@ -51,6 +54,11 @@ func loadTLS(cfg Config) (*tlscert.Store, error) {
 	st, err := tlscert.Load(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	if cfg.TLSClientCA != "" {
+		if err := st.SetClientCAs(cfg.TLSClientCA); err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
 	}
 	return st, nil
 }

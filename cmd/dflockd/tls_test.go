@@ -40,7 +40,13 @@ type tlsProc struct {
 // 127.0.0.1 and extra flags, and waits for it to say listening.
 func startTLSProc(t *testing.T, flags ...string) *tlsProc {
 	t.Helper()
-	p := &tlsProc{log: new(testserver.Output), ca: certtest.NewCA(t, "dflockd test CA")}
+	return startTLSProcCA(t, certtest.NewCA(t, "dflockd test CA"), flags...)
+}
+
+// startTLSProcCA is startTLSProc with the server's certificate from ca.
+func startTLSProcCA(t *testing.T, ca *certtest.CA, flags ...string) *tlsProc {
+	t.Helper()
+	p := &tlsProc{log: new(testserver.Output), ca: ca}
 	p.certFile, p.keyFile = p.ca.Leaf(t, "first").Write(t, t.TempDir())
 	p.addr = freeAddr(t)
 	_, port, _ := net.SplitHostPort(p.addr)
@@ -87,7 +93,17 @@ type tlsClient struct {
 
 func dialTLS(t *testing.T, addr string, pool *x509.CertPool) *tlsClient {
 	t.Helper()
-	c, err := tls.Dial("tcp", addr, certtest.ClientConfig(pool))
+	return dialTLSAs(t, addr, pool, nil)
+}
+
+// dialTLSAs is dialTLS presenting a client certificate (nil: none).
+func dialTLSAs(t *testing.T, addr string, pool *x509.CertPool, cert *certtest.Leaf) *tlsClient {
+	t.Helper()
+	cfg := certtest.ClientConfig(pool)
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{cert.TLS}
+	}
+	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,18 @@ func (ca *CA) PEM() []byte {
 // Name) with a serial number of its own.
 func (ca *CA) Leaf(t testing.TB, name string) *Leaf {
 	t.Helper()
+	return ca.leaf(t, name, x509.ExtKeyUsageServerAuth)
+}
+
+// ClientLeaf makes a client certificate named name (its Common Name), for
+// mutual TLS (--tls-client-ca).
+func (ca *CA) ClientLeaf(t testing.TB, name string) *Leaf {
+	t.Helper()
+	return ca.leaf(t, name, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) leaf(t testing.TB, name string, usage x509.ExtKeyUsage) *Leaf {
+	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serials.Add(1)),
@@ -83,7 +95,7 @@ func (ca *CA) Leaf(t testing.TB, name string) *Leaf {
 		NotAfter:     time.Now().Add(time.Hour),
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
