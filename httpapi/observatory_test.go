@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -133,6 +134,9 @@ func TestObservatoryTLS(t *testing.T) {
 		t.Fatalf("%+v", kr)
 	}
 	s := openStream(t, ts, "/v1/events", "")
+	if f := s.next(t); f.event != "lock" || !strings.Contains(f.data, `"key":"k"`) { // the history
+		t.Fatalf("%+v", f)
+	}
 	ts.lock(sid, "k2", 0)
 	if f := s.next(t); f.event != "lock" || !strings.Contains(f.data, `"key":"k2"`) {
 		t.Fatalf("%+v", f)
@@ -376,4 +380,89 @@ func TestSlowStreamReaderIsCut(t *testing.T) {
 func TestEventStreamOff(t *testing.T) {
 	ts := newServer(t, setup{})
 	expect(t, "GET /v1/events", ts.send(req{method: "GET", path: "/v1/events"}), 404, codeNotFound)
+}
+
+// A new reader of the stream gets a defined history, the ring's last
+// events of its prefix, whoever read before it and whenever they left;
+// Last-Event-ID resumes exactly after the id given (issue #34): two
+// readers one after the other, with events before, between and after.
+func TestEventStreamHistoryForNewReaders(t *testing.T) {
+	ts := observed(t, Config{})
+	a := ts.newSession()
+	// One key, so one shard: its events merge in the order they happened.
+	cycle := func() {
+		g := ts.lock(a, "hist", 0)
+		ts.release(a, "hist", g.Token)
+	}
+	read := func(s *stream, n int) []frame {
+		t.Helper()
+		out := make([]frame, n)
+		for i := range out {
+			out[i] = s.next(t)
+		}
+		return out
+	}
+	stopped := func() {
+		t.Helper()
+		eventually(t, "the merger stopped", func() bool {
+			ts.api.events.mu.Lock()
+			defer ts.api.events.mu.Unlock()
+			return !ts.api.events.running && len(ts.api.events.subs) == 0
+		})
+	}
+
+	cycle() // before anyone reads
+	s1 := openStream(t, ts, "/v1/events?prefix=hi", "")
+	cycle()
+	first := read(s1, 4) // the first cycle from its history, the second live
+	s1.close()
+	stopped()
+	cycle() // while nobody reads
+	s2 := openStream(t, ts, "/v1/events?prefix=hi", "")
+	cycle()
+	second := read(s2, 8) // all four cycles, history then live
+	if got, want := describe(t, second), describe(t, first); !slices.Equal(got[:4], want) {
+		t.Fatalf("the second reader's first events:\n%q\nthe first reader's:\n%q", got[:4], want)
+	}
+	if k := kinds(t, second); !slices.Equal(k, []string{"grant", "release", "grant", "release", "grant", "release", "grant", "release"}) {
+		t.Fatalf("the second reader got %q", describe(t, second))
+	}
+	s2.close()
+	stopped()
+
+	// Resuming after the first reader's last event: exactly the two
+	// cycles after it, then what comes next.
+	s3 := openStream(t, ts, "/v1/events?prefix=hi", first[3].id)
+	cycle()
+	resumed := read(s3, 6)
+	if got, want := describe(t, resumed[:4]), describe(t, second[4:]); !slices.Equal(got, want) {
+		t.Fatalf("resumed after %s with\n%q\nwant\n%q", first[3].id, got, want)
+	}
+	if k := kinds(t, resumed[4:]); !slices.Equal(k, []string{"grant", "release"}) {
+		t.Fatalf("after the missed events: %q", describe(t, resumed[4:]))
+	}
+}
+
+// describe writes frames as "id kind fence" for comparing readers.
+func describe(t *testing.T, fs []frame) []string {
+	t.Helper()
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		var e eventJSON
+		if err := json.Unmarshal([]byte(f.data), &e); err != nil || f.event != "lock" {
+			t.Fatalf("frame %+v: %v", f, err)
+		}
+		out[i] = f.id + " " + e.Kind + " " + e.Fence
+	}
+	return out
+}
+
+func kinds(t *testing.T, fs []frame) []string {
+	t.Helper()
+	out := describe(t, fs)
+	for i, d := range out {
+		f := strings.Fields(d)
+		out[i] = f[1]
+	}
+	return out
 }
