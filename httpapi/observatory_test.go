@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
@@ -465,4 +467,61 @@ func kinds(t *testing.T, fs []frame) []string {
 		out[i] = f[1]
 	}
 	return out
+}
+
+// The log line of a deadlock names its sessions as the page and dflockctl
+// do, by connection number ("#17"), not by the engine's session ids
+// (issue #34).
+func TestDeadlockLogNamesConnections(t *testing.T) {
+	var log logLines
+	ts := newServer(t, setup{cfg: Config{Logf: log.logf}})
+	a, b := ts.newSession(), ts.newSession()
+	ts.lock(a, "x", 0)
+	ts.lock(b, "y", 0)
+	park := func(sid, key string) <-chan *reply {
+		return async(func() *reply {
+			return ts.send(req{method: "POST", path: "/v1/locks/" + key, body: map[string]int64{"acquire_timeout_s": 60}, session: sid})
+		})
+	}
+	wa, wb := park(a, "y"), park(b, "x")
+	var dr deadlocksReply
+	eventually(t, "the deadlock reported", func() bool {
+		dr = deadlocksReply{}
+		ts.send(req{method: "GET", path: "/v1/deadlocks"}).decode(t, &dr)
+		return len(dr.Deadlocks) == 1
+	})
+	line := log.find("deadlock")
+	for _, s := range dr.Deadlocks[0].Sessions {
+		if !strings.Contains(line, "#"+s.ConnID) || strings.Contains(line, s.SessionID) {
+			t.Errorf("the log line %q: want session %s named #%s, as the page and dflockctl name it", line, s.SessionID, s.ConnID)
+		}
+	}
+	// Ending it (a's session deleted) lets the parked requests return.
+	expect(t, "delete a", ts.send(req{method: "DELETE", path: "/v1/sessions/" + a}), 204, "")
+	await(t, "a's acquire", wa)
+	expect(t, "b's acquire", await(t, "b", wb), 200, "")
+}
+
+// logLines records a server's log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// find returns the first line containing sub, "" if none.
+func (l *logLines) find(sub string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			return s
+		}
+	}
+	return ""
 }
