@@ -525,3 +525,21 @@ func (l *logLines) find(sub string) string {
 	}
 	return ""
 }
+
+// A force release without ?fence= logs the fence of the holder it
+// released, not "fence 0" (issue #34).
+func TestForceReleaseLogsFence(t *testing.T) {
+	var log logLines
+	ts := newServer(t, setup{cfg: Config{AdminToken: "root", Logf: log.logf}})
+	a := ts.newSession()
+	ts.lock(a, "stuck", 0)
+	holders := ts.keys("?prefix=stuck").Keys[0].Holders
+	if len(holders) != 1 {
+		t.Fatalf("holders of stuck: %+v", holders)
+	}
+	expect(t, "force release", ts.send(req{method: "POST", path: "/v1/admin/locks/stuck/release", header: map[string]string{adminHeader: "root"}}), 200, "")
+	line := log.find("force release")
+	if want := "fence " + holders[0].Fence; !strings.Contains(line, want) || strings.Contains(line, "fence 0") {
+		t.Errorf("the log line %q: want the released holder's %q", line, want)
+	}
+}
