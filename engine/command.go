@@ -101,8 +101,9 @@ type Result struct {
 	Lease  int64  // seconds, for grants; the TTL for renewals
 	Int    int64  // KindInt
 	Value  string // KindValue; immutable, usable after Apply returns
-	// Items is an lrange's slice of the list (KindList); the strings are
-	// immutable, the slice is the caller's.
+	// Items is an lrange's slice of the list (KindList), or the fences a
+	// force release released (KindInt: Int of them, in decimal); the
+	// strings are immutable, the slice is the caller's.
 	Items []string
 	Push  Push // KindPush
 	// Blocked: no reply yet; exactly one Result for this request will

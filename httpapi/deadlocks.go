@@ -111,7 +111,7 @@ func (m *deadlockMonitor) check() ([]foundDeadlock, time.Time) {
 			f.since = since
 		} else {
 			m.detected.Inc()
-			m.api.cfg.Logf("httpapi: deadlock: sessions %s wait for each other on %s", f.sessionList(), f.keyList())
+			m.api.cfg.Logf("httpapi: deadlock: connections %s wait for each other on %s", connList(eng, f.Sessions), f.keyList())
 		}
 		next = append(next, f)
 	}
@@ -136,12 +136,19 @@ func signature(d *deadlock.Deadlock) string {
 	return b.String()
 }
 
-func (f *foundDeadlock) sessionList() string {
-	ids := make([]string, len(f.Sessions))
-	for i, s := range f.Sessions {
-		ids[i] = strconv.FormatUint(s, 10)
+// connList names sessions as the page and dflockctl do, by their
+// connection number ("#17"): the session ids of the wait-for graph are
+// the engine's own.
+func connList(eng *engine.Engine, sessions []uint64) string {
+	names := make([]string, len(sessions))
+	for i, s := range sessions {
+		if conn, open := eng.SessionConn(engine.SessionID(s)); open {
+			names[i] = "#" + strconv.FormatUint(conn, 10)
+		} else {
+			names[i] = "a closed connection"
+		}
 	}
-	return strings.Join(ids, ", ")
+	return strings.Join(names, ", ")
 }
 
 func (f *foundDeadlock) keyList() string {

@@ -17,7 +17,11 @@ import (
 // streams, polls the shards' ring heads (atomics, no lock) and merges what
 // is new, in time order, into a ring of its own whose ids the stream
 // carries; a reader that reconnects with Last-Event-ID gets what it
-// missed from that ring, or an event "reset" when it no longer has it.
+// missed from that ring, or an event "reset" when it no longer has it. A
+// new reader (no Last-Event-ID) gets the ring's last streamHistory events
+// of its prefix first: the same recent past whenever it comes, since a
+// merger that starts merges, before it registers the reader, everything
+// the engine recorded while nobody read (at most streamRing per shard).
 //
 // Memory is bounded: the merged ring has streamRing events; each reader a
 // queue of subscriberBuffer events, and a reader whose queue is full (it
@@ -33,6 +37,9 @@ const (
 	streamPoll = 100 * time.Millisecond
 	// streamRing is how many merged events a reconnect can catch up on.
 	streamRing = 4096
+	// streamHistory is how many of the ring's last events a new reader
+	// gets first: the page's timeline keeps 500.
+	streamHistory = 500
 	// subscriberBuffer is how far a reader may fall behind before it is
 	// cut off: a few polls' worth of a busy server.
 	subscriberBuffer = 1024
@@ -100,33 +107,108 @@ func (s *eventStream) parseID(v string) (uint64, bool) {
 
 // subscribe registers a reader of events whose key starts with prefix.
 // With a Last-Event-ID (last not ""), backlog is what it missed; reset
-// says that some of it is gone (or the id is not this server's). The
+// says that some of it is gone (or the id is not this server's). Without
+// one, backlog is the last streamHistory events of the prefix. The
 // backlog and the registration are taken together, so the reader gets
 // every event once. ok is false when maxStreams readers are open.
+//
+// Lock order: s.mu, then (catching up) a shard's lock of the engine,
+// which never calls back into the stream.
 func (s *eventStream) subscribe(prefix, last string) (sub *subscriber, backlog []streamEvent, reset, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.subs) >= maxStreams {
 		return nil, nil, false, false
 	}
-	if last != "" {
-		backlog, reset = s.sinceLocked(prefix, last)
-	}
-	sub = &subscriber{prefix: prefix, ch: make(chan streamEvent, subscriberBuffer), cut: make(chan struct{})}
-	s.subs[sub] = struct{}{}
 	if s.ring == nil {
 		s.ring = make([]streamEvent, streamRing)
 	}
 	if !s.running {
-		// No merger runs, so its state is ours to set: a first reader
-		// starts at the present, and the merger takes what comes next.
-		if eng := s.api.hub.Engine(); eng != nil && s.eng == nil {
-			s.follow(eng)
-		}
+		// No merger runs, so its state is ours: take what the engine
+		// recorded since the last one stopped, so that the ring (and so a
+		// new reader's history) does not depend on when that was.
+		s.catchUpLocked()
+	}
+	if last != "" {
+		backlog, reset = s.sinceLocked(prefix, last)
+	} else {
+		backlog = s.historyLocked(prefix)
+	}
+	sub = &subscriber{prefix: prefix, ch: make(chan streamEvent, subscriberBuffer), cut: make(chan struct{})}
+	s.subs[sub] = struct{}{}
+	if !s.running {
 		s.running = true
 		go s.merge()
 	}
 	return sub, backlog, reset, true
+}
+
+// catchUpLocked merges, while no merger runs, what the engine's rings
+// recorded since the merger last took from them: for the first reader
+// (or a new engine), everything they still hold. Only each shard's last
+// streamRing events are read, as older ones could not stay in the merged
+// ring; skipping some is a gap for a reader that resumes from before.
+func (s *eventStream) catchUpLocked() {
+	eng := s.api.hub.Engine()
+	if eng == nil {
+		return
+	}
+	if eng != s.eng {
+		if s.eng != nil {
+			s.gapAt = s.next
+		}
+		s.eng, s.cursors = eng, make([]uint64, eng.Shards())
+	}
+	for i := range s.cursors {
+		if head := eng.EventHead(i); head > s.cursors[i]+streamRing {
+			s.cursors[i] = head - streamRing
+			s.gapAt = s.next
+		}
+	}
+	// Bounded: a busy engine records while this reads, and what comes
+	// after the last round is the merger's.
+	for range streamRing/mergeBatch + 1 {
+		if s.collect() {
+			s.gapAt = s.next
+		}
+		if len(s.batch) == 0 {
+			return
+		}
+		for _, m := range s.batch {
+			s.appendLocked(m.ev)
+		}
+		clear(s.batch)
+		s.batch = s.batch[:0]
+	}
+}
+
+// appendLocked gives ev the next id and puts it into the ring.
+func (s *eventStream) appendLocked(ev engine.Event) streamEvent {
+	e := streamEvent{id: s.next, ev: ev}
+	s.ring[s.next%streamRing] = e
+	s.next++
+	return e
+}
+
+// oldestLocked is the id of the oldest event the ring still holds.
+func (s *eventStream) oldestLocked() uint64 {
+	if s.next > streamRing {
+		return s.next - streamRing
+	}
+	return 1
+}
+
+// historyLocked returns the ring's last streamHistory events of prefix,
+// oldest first.
+func (s *eventStream) historyLocked(prefix string) []streamEvent {
+	var out []streamEvent
+	for i := s.next; i > s.oldestLocked() && len(out) < streamHistory; i-- {
+		if e := s.ring[(i-1)%streamRing]; strings.HasPrefix(e.ev.Key, prefix) {
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // sinceLocked returns the retained events after the reader's last id.
@@ -135,11 +217,10 @@ func (s *eventStream) sinceLocked(prefix, last string) ([]streamEvent, bool) {
 	if !ok || id >= s.next {
 		return nil, true
 	}
-	oldest := uint64(1)
-	if s.next > streamRing {
-		oldest = s.next - streamRing
-	}
-	reset := id+1 < oldest || id+1 < s.gapAt
+	oldest := s.oldestLocked()
+	// Events may be missing just before gapAt: a reader that had not
+	// seen gapAt itself missed them.
+	reset := id+1 < oldest || id < s.gapAt
 	from := max(id+1, oldest, s.gapAt)
 	var out []streamEvent
 	for i := from; i < s.next; i++ {
@@ -188,9 +269,7 @@ func (s *eventStream) poll() bool {
 		s.gapAt = s.next
 	}
 	for _, m := range s.batch {
-		e := streamEvent{id: s.next, ev: m.ev}
-		s.ring[s.next%streamRing] = e
-		s.next++
+		e := s.appendLocked(m.ev)
 		for sub := range s.subs {
 			if !strings.HasPrefix(e.ev.Key, sub.prefix) {
 				continue
@@ -221,7 +300,8 @@ func (s *eventStream) collect() (gap bool) {
 		return false
 	}
 	if eng != s.eng {
-		// A new engine: start at its present, as a first reader does.
+		// A new engine (a replica restored from a snapshot): start at
+		// its present.
 		gap = s.eng != nil
 		s.follow(eng)
 		return gap

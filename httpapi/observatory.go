@@ -359,9 +359,22 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 		a.writeNotLeader(w) // a cluster's follower: the leader's log takes it
 		return
 	}
-	a.cfg.Logf("httpapi: admin: force release of %s %q fence %d: %d holder(s) released, by %s",
-		q.Get("kind"), key, c.Fence, res.Int, who)
+	a.cfg.Logf("httpapi: admin: force release of %s %q: %s, by %s", firstOf(q.Get("kind"), "lock"), key, releasedFences(c.Fence, res.Items), who)
 	writeJSON(w, http.StatusOK, forceReleaseReply{Key: key, Released: res.Int})
+}
+
+// releasedFences says which holders a force release released, by fence:
+// those it released (asked is the fence asked for, 0 for every holder).
+func releasedFences(asked uint64, fences []string) string {
+	switch {
+	case len(fences) == 1:
+		return "released the holder with fence " + fences[0]
+	case len(fences) > 1:
+		return "released " + strconv.Itoa(len(fences)) + " holders, fences " + strings.Join(fences, ", ")
+	case asked != 0:
+		return "no holder with fence " + strconv.FormatUint(asked, 10) + ", nothing released"
+	}
+	return "no holder, nothing released"
 }
 
 // oneShotCall runs one command in an engine session of its own (an

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
@@ -133,6 +136,9 @@ func TestObservatoryTLS(t *testing.T) {
 		t.Fatalf("%+v", kr)
 	}
 	s := openStream(t, ts, "/v1/events", "")
+	if f := s.next(t); f.event != "lock" || !strings.Contains(f.data, `"key":"k"`) { // the history
+		t.Fatalf("%+v", f)
+	}
 	ts.lock(sid, "k2", 0)
 	if f := s.next(t); f.event != "lock" || !strings.Contains(f.data, `"key":"k2"`) {
 		t.Fatalf("%+v", f)
@@ -376,4 +382,164 @@ func TestSlowStreamReaderIsCut(t *testing.T) {
 func TestEventStreamOff(t *testing.T) {
 	ts := newServer(t, setup{})
 	expect(t, "GET /v1/events", ts.send(req{method: "GET", path: "/v1/events"}), 404, codeNotFound)
+}
+
+// A new reader of the stream gets a defined history, the ring's last
+// events of its prefix, whoever read before it and whenever they left;
+// Last-Event-ID resumes exactly after the id given (issue #34): two
+// readers one after the other, with events before, between and after.
+func TestEventStreamHistoryForNewReaders(t *testing.T) {
+	ts := observed(t, Config{})
+	a := ts.newSession()
+	// One key, so one shard: its events merge in the order they happened.
+	cycle := func() {
+		g := ts.lock(a, "hist", 0)
+		ts.release(a, "hist", g.Token)
+	}
+	read := func(s *stream, n int) []frame {
+		t.Helper()
+		out := make([]frame, n)
+		for i := range out {
+			out[i] = s.next(t)
+		}
+		return out
+	}
+	stopped := func() {
+		t.Helper()
+		eventually(t, "the merger stopped", func() bool {
+			ts.api.events.mu.Lock()
+			defer ts.api.events.mu.Unlock()
+			return !ts.api.events.running && len(ts.api.events.subs) == 0
+		})
+	}
+
+	cycle() // before anyone reads
+	s1 := openStream(t, ts, "/v1/events?prefix=hi", "")
+	cycle()
+	first := read(s1, 4) // the first cycle from its history, the second live
+	s1.close()
+	stopped()
+	cycle() // while nobody reads
+	s2 := openStream(t, ts, "/v1/events?prefix=hi", "")
+	cycle()
+	second := read(s2, 8) // all four cycles, history then live
+	if got, want := describe(t, second), describe(t, first); !slices.Equal(got[:4], want) {
+		t.Fatalf("the second reader's first events:\n%q\nthe first reader's:\n%q", got[:4], want)
+	}
+	if k := kinds(t, second); !slices.Equal(k, []string{"grant", "release", "grant", "release", "grant", "release", "grant", "release"}) {
+		t.Fatalf("the second reader got %q", describe(t, second))
+	}
+	s2.close()
+	stopped()
+
+	// Resuming after the first reader's last event: exactly the two
+	// cycles after it, then what comes next.
+	s3 := openStream(t, ts, "/v1/events?prefix=hi", first[3].id)
+	cycle()
+	resumed := read(s3, 6)
+	if got, want := describe(t, resumed[:4]), describe(t, second[4:]); !slices.Equal(got, want) {
+		t.Fatalf("resumed after %s with\n%q\nwant\n%q", first[3].id, got, want)
+	}
+	if k := kinds(t, resumed[4:]); !slices.Equal(k, []string{"grant", "release"}) {
+		t.Fatalf("after the missed events: %q", describe(t, resumed[4:]))
+	}
+}
+
+// describe writes frames as "id kind fence" for comparing readers.
+func describe(t *testing.T, fs []frame) []string {
+	t.Helper()
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		var e eventJSON
+		if err := json.Unmarshal([]byte(f.data), &e); err != nil || f.event != "lock" {
+			t.Fatalf("frame %+v: %v", f, err)
+		}
+		out[i] = f.id + " " + e.Kind + " " + e.Fence
+	}
+	return out
+}
+
+func kinds(t *testing.T, fs []frame) []string {
+	t.Helper()
+	out := describe(t, fs)
+	for i, d := range out {
+		f := strings.Fields(d)
+		out[i] = f[1]
+	}
+	return out
+}
+
+// The log line of a deadlock names its sessions as the page and dflockctl
+// do, by connection number ("#17"), not by the engine's session ids
+// (issue #34).
+func TestDeadlockLogNamesConnections(t *testing.T) {
+	var log logLines
+	ts := newServer(t, setup{cfg: Config{Logf: log.logf}})
+	a, b := ts.newSession(), ts.newSession()
+	ts.lock(a, "x", 0)
+	ts.lock(b, "y", 0)
+	park := func(sid, key string) <-chan *reply {
+		return async(func() *reply {
+			return ts.send(req{method: "POST", path: "/v1/locks/" + key, body: map[string]int64{"acquire_timeout_s": 60}, session: sid})
+		})
+	}
+	wa, wb := park(a, "y"), park(b, "x")
+	var dr deadlocksReply
+	eventually(t, "the deadlock reported", func() bool {
+		dr = deadlocksReply{}
+		ts.send(req{method: "GET", path: "/v1/deadlocks"}).decode(t, &dr)
+		return len(dr.Deadlocks) == 1
+	})
+	line := log.find("deadlock")
+	for _, s := range dr.Deadlocks[0].Sessions {
+		if !strings.Contains(line, "#"+s.ConnID) || strings.Contains(line, s.SessionID) {
+			t.Errorf("the log line %q: want session %s named #%s, as the page and dflockctl name it", line, s.SessionID, s.ConnID)
+		}
+	}
+	// Ending it (a's session deleted) lets the parked requests return.
+	expect(t, "delete a", ts.send(req{method: "DELETE", path: "/v1/sessions/" + a}), 204, "")
+	await(t, "a's acquire", wa)
+	expect(t, "b's acquire", await(t, "b", wb), 200, "")
+}
+
+// logLines records a server's log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// find returns the first line containing sub, "" if none.
+func (l *logLines) find(sub string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			return s
+		}
+	}
+	return ""
+}
+
+// A force release without ?fence= logs the fence of the holder it
+// released, not "fence 0" (issue #34).
+func TestForceReleaseLogsFence(t *testing.T) {
+	var log logLines
+	ts := newServer(t, setup{cfg: Config{AdminToken: "root", Logf: log.logf}})
+	a := ts.newSession()
+	ts.lock(a, "stuck", 0)
+	holders := ts.keys("?prefix=stuck").Keys[0].Holders
+	if len(holders) != 1 {
+		t.Fatalf("holders of stuck: %+v", holders)
+	}
+	expect(t, "force release", ts.send(req{method: "POST", path: "/v1/admin/locks/stuck/release", header: map[string]string{adminHeader: "root"}}), 200, "")
+	line := log.find("force release")
+	if want := "fence " + holders[0].Fence; !strings.Contains(line, want) || strings.Contains(line, "fence 0") {
+		t.Errorf("the log line %q: want the released holder's %q", line, want)
+	}
 }

@@ -32,7 +32,7 @@ names the caller's identity.
           (l, r, incr, kget, listen, ...) on KEY, and the deciding rule
           (needs the admin class)
 --json prints the server's answer. Exit status: 0 done (check: allowed);
-5 check: refused; 2 a bad command line, or an IDENTITY or COMMAND the
+6 check: refused; 2 a bad command line, or an IDENTITY or COMMAND the
 server does not know; 77 a token that names no identity, or an identity
 the policy forbids the call (403); 1 a server without a policy.`
 
@@ -53,16 +53,15 @@ func (c *cli) acl(g *globals, args []string) int {
 		return code
 	}
 	name := "acl " + sub
-	var o clusterOptions
 	n := 0
 	if sub == "check" {
 		n = 3
 	}
-	pos, code, ok := c.parseCommand(name, aclUsage, g, rest, n, n, defineHTTP(&o))
+	pos, code, ok := c.parseCommand(name, aclUsage, g, rest, n, n, nil)
 	if !ok {
 		return code
 	}
-	ob, code := c.observatory(name, g, &o)
+	ob, code := c.observatory(name, g)
 	if ob == nil {
 		return code
 	}

@@ -66,7 +66,7 @@ func TestACLWhoami(t *testing.T) {
 	expectErr(t, run(t, nil, "acl", "whoami", at, "--auth-token", "tok-x"), exitNoPerm, "acl whoami: the server rejected the auth token", "whoami with an unknown token")
 }
 
-// acl check exits 0 when the policy allows, 5 when it refuses, with the
+// acl check exits 0 when the policy allows, 6 when it refuses, with the
 // deciding rule either way; it needs the admin class.
 func TestACLCheck(t *testing.T) {
 	t.Parallel()
@@ -167,7 +167,7 @@ func TestACLNoPolicyAndUsage(t *testing.T) {
 	}
 	r := run(t, nil, "help", "acl")
 	expectCode(t, r, exitOK, "help acl")
-	if !strings.Contains(r.stdout, "usage: dflockctl acl log") || !strings.Contains(r.stdout, "5 check: refused") {
+	if !strings.Contains(r.stdout, "usage: dflockctl acl log") || !strings.Contains(r.stdout, "6 check: refused") {
 		t.Fatalf("help acl:\n%s", r.stdout)
 	}
 }

@@ -53,13 +53,13 @@ const (
 	adminTimeout = 30 * time.Second
 )
 
-// clusterOptions are the cluster command's own options.
+// clusterOptions are the admin token options of the cluster and admin
+// commands (--http, their address, is a global option).
 type clusterOptions struct {
-	http, token, tokenFile string
+	token, tokenFile string
 }
 
 func (o *clusterOptions) define(fs *flag.FlagSet) {
-	fs.StringVar(&o.http, "http", "", "the members' HTTP API `HOST:PORT[,HOST:PORT...]`")
 	fs.StringVar(&o.token, "admin-token", "", "admin `TOKEN` (visible in ps; prefer $"+envAdminToken+" or a file)")
 	fs.StringVar(&o.tokenFile, "admin-token-file", "", "read the admin token from `FILE`")
 }
@@ -87,7 +87,7 @@ func (c *cli) cluster(g *globals, args []string) int {
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
-	addrs, err := o.httpAddrs(c.getenv, s.servers[0])
+	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
@@ -206,8 +206,8 @@ func (o *clusterOptions) adminToken(getenv func(string) string) (string, error) 
 // httpAddrs resolves --http: each item host:port, or host alone (port
 // 6389); without it, one address from $DFLOCKD_HTTP_HOST (else server's
 // host) and $DFLOCKD_HTTP_PORT (else 6389).
-func (o *clusterOptions) httpAddrs(getenv func(string) string, server string) ([]string, error) {
-	if o.http == "" {
+func (g *globals) httpAddrs(getenv func(string) string, server string) ([]string, error) {
+	if g.http == "" {
 		host := getenv(envHTTPHost)
 		if host == "" {
 			host, _, _ = net.SplitHostPort(server)
@@ -222,7 +222,7 @@ func (o *clusterOptions) httpAddrs(getenv func(string) string, server string) ([
 		return []string{net.JoinHostPort(host, port)}, nil
 	}
 	var out []string
-	for _, v := range strings.Split(o.http, ",") {
+	for _, v := range strings.Split(g.http, ",") {
 		v = strings.TrimSpace(v)
 		h, p, err := net.SplitHostPort(v)
 		if err != nil {

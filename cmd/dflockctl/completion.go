@@ -34,12 +34,11 @@ var (
 		"observe": {"--count", "--timeout"},
 		"barrier": {"--timeout"},
 		"file":    {"--tag", "--stale", "--pid", "--timeout", "--verbose", "--force"},
-		"cluster": {"--http", "--admin-token", "--admin-token-file"},
-		"top":     {"--interval", "--http"},
-		"acl":     {"--http"},
+		"cluster": {"--admin-token", "--admin-token-file"},
+		"top":     {"--interval"},
 	}
 	globalFlags = []string{"--server", "-h", "-p", "--endpoints", "--cluster", "--stable-ref", "--auth-token", "--auth-token-file", "--tls", "--tls-ca",
-		"--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure", "--json", "--help"}
+		"--tls-cert", "--tls-key", "--tls-server-name", "--tls-insecure", "--http", "--json", "--help"}
 	// valueFlags take the next word as their value; pathFlags a path.
 	valueFlags = []string{"--server", "-h", "-p", "--endpoints", "--stable-ref", "--auth-token", "--tls-server-name", "--http", "--admin-token", "--interval"}
 	pathFlags  = []string{"--auth-token-file", "--tls-ca", "--tls-cert", "--tls-key", "--admin-token-file"}

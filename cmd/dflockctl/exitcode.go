@@ -12,7 +12,8 @@ const (
 	exitAbsent      = 3          // kv get, list pop: no value
 	exitStatusFree  = exitAbsent // file status: no lock file
 	exitStatusStale = 4          // file status: a lock file exists but is stale
-	exitRefused     = 5          // acl check: the policy refuses the identity the command on the key
+	exitDeadlocks   = 5          // deadlocks: some found (and printed); failing to ask is exitFailure
+	exitRefused     = 6          // acl check: the policy refuses the identity the command on the key
 
 	exitUnavailable = 69 // EX_UNAVAILABLE: cannot connect to the server
 	exitBusy        = 75 // EX_TEMPFAIL: lock held by someone else, a wait timed out, a kv cas conflict

@@ -38,6 +38,7 @@ type globals struct {
 	host, port                            string // -h, -p: redis-cli's spelling of the server
 	endpoints                             string // --endpoints: etcdctl's
 	stableRef                             string // --stable-ref: the connection's identity in a cluster
+	http                                  string // --http: the server's HTTP API, for the commands that use it
 	cluster, json                         bool
 	tls, tlsInsecure                      bool
 	tlsCA, tlsCert, tlsKey, tlsServerName string
@@ -61,6 +62,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.tlsKey, "tls-key", g.tlsKey, "client key `FILE` (PEM)")
 	fs.StringVar(&g.tlsServerName, "tls-server-name", g.tlsServerName, "expected server `NAME` in its certificate (default: the host)")
 	fs.BoolVar(&g.tlsInsecure, "tls-insecure", g.tlsInsecure, "do not verify the server's certificate")
+	fs.StringVar(&g.http, "http", g.http, "the server's HTTP API `HOST:PORT[,HOST:PORT...]`, for cluster, locks, deadlocks, top and admin (default $"+envHTTPHost+":$"+envHTTPPort+", else the server's host and "+defaultHTTPPort+")")
 	fs.BoolVar(&g.json, "json", g.json, "print results as JSON")
 }
 

@@ -88,6 +88,7 @@ Global options (before or after the command):
   --stable-ref REF                   present REF on connecting (a cluster's --orphan-ttl re-adoption)
   --auth-token T, --auth-token-file F
   --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --tls-insecure
+  --http HOST:PORT[,HOST:PORT...]    the server's HTTP API, for cluster, locks, deadlocks, top, admin
   --json                             machine-readable output
 
 Run "dflockctl help COMMAND" (or "dflockctl COMMAND --help") for a command's

@@ -30,8 +30,9 @@ and the FIFO queue behind it. Reads the server's HTTP API (--http-port).`
 const deadlocksUsage = `usage: dflockctl deadlocks [--http HOST:PORT,...]
 
 Lists the deadlocks among lock waiters: sessions that each wait for a key
-only another of them can release. Exits 0 with none, 1 with some (and
-prints them). Reads the server's HTTP API (--http-port).`
+only another of them can release. Exits 0 with none, 5 with some (and
+prints them), 1 (or 69, 77) when it could not ask. Reads the server's HTTP
+API (--http-port).`
 
 const adminUsage = `usage: dflockctl admin release KEY [--kind lock|semaphore] [--fence F] [--reason TEXT]
                               [--http HOST:PORT,...] [--admin-token T]
@@ -57,12 +58,12 @@ type observatory struct {
 	auth  string
 }
 
-func (c *cli) observatory(name string, g *globals, o *clusterOptions) (*observatory, int) {
+func (c *cli) observatory(name string, g *globals) (*observatory, int) {
 	s, err := g.resolve(c.getenv)
 	if err != nil {
 		return nil, c.fail(exitUsage, "%s: %v", name, err)
 	}
-	addrs, err := o.httpAddrs(c.getenv, s.servers[0])
+	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
 	if err != nil {
 		return nil, c.fail(exitUsage, "%s: %v", name, err)
 	}
@@ -124,12 +125,6 @@ func (c *cli) failure(name string, a *adminAnswer) int {
 	return c.fail(exitFailure, "%s: unexpected answer %d %q (is this dflockd-ng's HTTP API?)", name, a.status, a.raw)
 }
 
-func defineHTTP(o *clusterOptions) func(*flag.FlagSet) {
-	return func(fs *flag.FlagSet) {
-		fs.StringVar(&o.http, "http", "", "the server's HTTP API `HOST:PORT[,HOST:PORT...]` (default $"+envHTTPHost+":$"+envHTTPPort+", else the --server host and "+defaultHTTPPort+")")
-	}
-}
-
 // The JSON of the observatory, as much of it as the commands print.
 type (
 	obsClient struct {
@@ -186,10 +181,8 @@ func (o obsClient) String() string {
 
 // locks is "dflockctl locks [PREFIX]".
 func (c *cli) locks(g *globals, args []string) int {
-	var o clusterOptions
 	kinds, most := "lock,semaphore,rwlock", maxListed
 	pos, code, ok := c.parseCommand("locks", locksUsage, g, args, 0, 1, func(fs *flag.FlagSet) {
-		defineHTTP(&o)(fs)
 		fs.StringVar(&kinds, "kind", kinds, "the kinds of key to list, comma-separated")
 		fs.IntVar(&most, "max", most, "list at most this many keys")
 	})
@@ -199,7 +192,7 @@ func (c *cli) locks(g *globals, args []string) int {
 	if most < 1 {
 		return c.fail(exitUsage, "locks: --max must be at least 1")
 	}
-	ob, code := c.observatory("locks", g, &o)
+	ob, code := c.observatory("locks", g)
 	if ob == nil {
 		return code
 	}
@@ -290,11 +283,10 @@ func (c *cli) locks(g *globals, args []string) int {
 
 // deadlocks is "dflockctl deadlocks".
 func (c *cli) deadlocks(g *globals, args []string) int {
-	var o clusterOptions
-	if _, code, ok := c.parseCommand("deadlocks", deadlocksUsage, g, args, 0, 0, defineHTTP(&o)); !ok {
+	if _, code, ok := c.parseCommand("deadlocks", deadlocksUsage, g, args, 0, 0, nil); !ok {
 		return code
 	}
-	ob, code := c.observatory("deadlocks", g, &o)
+	ob, code := c.observatory("deadlocks", g)
 	if ob == nil {
 		return code
 	}
@@ -334,7 +326,7 @@ func (c *cli) deadlocks(g *globals, args []string) int {
 	}
 	c.emit(g, strings.TrimSuffix(b.String(), "\n"), rawJSON(strings.TrimSpace(string(a.raw))))
 	if len(doc.Deadlocks) > 0 {
-		return exitFailure
+		return exitDeadlocks
 	}
 	return exitOK
 }
@@ -361,7 +353,7 @@ func (c *cli) admin(g *globals, args []string) int {
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
-	ob, code := c.observatory(name, g, &o)
+	ob, code := c.observatory(name, g)
 	if ob == nil {
 		return code
 	}

@@ -135,7 +135,7 @@ func TestObservatoryCommands(t *testing.T) {
 	var dl result
 	testserver.Eventually(t, "the deadlock reported", func() bool {
 		dl = run(t, nil, "deadlocks", at)
-		return dl.code == exitFailure
+		return dl.code == exitDeadlocks
 	})
 	if !strings.Contains(dl.stdout, `waits for lock "jobs/x"`) || !strings.Contains(dl.stdout, `waits for lock "jobs/y"`) {
 		t.Fatalf("deadlocks:\n%s", dl.stdout)
@@ -153,5 +153,57 @@ func TestObservatoryCommands(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("nobody got a key after the force release")
+	}
+}
+
+// --http is a global option, before the command's name as after it; and
+// deadlocks tells "found" (5, its own status) from "could not ask"
+// (issue #34).
+func TestObservatoryCommandStatuses(t *testing.T) {
+	t.Parallel()
+	const found = 5 // README.md's exit codes: deadlocks found
+	srv := startObserved(t)
+	a, b := srv.session(), srv.session()
+	if srv.lock(a, "p", 0) != 200 || srv.lock(b, "q", 0) != 200 {
+		t.Fatal("locks not granted")
+	}
+	for _, args := range [][]string{{"--http", srv.addr, "locks"}, {"--http", srv.addr, "deadlocks"}, {"--http=" + srv.addr, "top", "--json"}} {
+		if r := run(t, nil, args...); r.code != exitOK || (args[2] == "locks" && !strings.Contains(r.stdout, "#")) {
+			t.Errorf("%q: exit %d, want 0; stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+
+	waits := make(chan int, 2)
+	go func() { waits <- srv.lock(a, "q", 60) }()
+	go func() { waits <- srv.lock(b, "p", 60) }()
+	testserver.Eventually(t, "both waiting", func() bool { return srv.waiters("p") == 1 && srv.waiters("q") == 1 })
+	var dl result
+	testserver.Eventually(t, "the deadlock reported", func() bool {
+		dl = run(t, nil, "deadlocks", "--http", srv.addr)
+		return dl.code != exitOK
+	})
+	if dl.code != found || !strings.Contains(dl.stdout, "deadlock 1") {
+		t.Errorf("deadlocks found: exit %d, want %d; stdout %q, stderr %q", dl.code, found, dl.stdout, dl.stderr)
+	}
+	// Failing to ask is not "found": no HTTP API there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	if r := run(t, nil, "--http", closed, "deadlocks"); r.code == found || r.code == exitOK {
+		t.Errorf("deadlocks with nothing at %s: exit %d, want a failure other than %d", closed, r.code, found)
+	}
+	// Both keys taken from their holders: each wait ends with a grant.
+	for _, k := range []string{"p", "q"} {
+		expectCode(t, run(t, nil, "admin", "release", k, "--http", srv.addr, "--admin-token", "root"), exitOK, "admin release "+k)
+	}
+	for range 2 {
+		select {
+		case <-waits:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waits did not end after the force release")
+		}
 	}
 }

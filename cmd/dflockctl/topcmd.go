@@ -81,10 +81,8 @@ type topSnapshot struct {
 
 // top is "dflockctl top".
 func (c *cli) top(g *globals, args []string) int {
-	var o clusterOptions
 	interval := 1.0
 	if _, code, ok := c.parseCommand("top", topUsage, g, args, 0, 0, func(fs *flag.FlagSet) {
-		defineHTTP(&o)(fs)
 		fs.Float64Var(&interval, "interval", interval, "seconds between refreshes")
 	}); !ok {
 		return code
@@ -92,7 +90,7 @@ func (c *cli) top(g *globals, args []string) int {
 	if interval < 0.1 || interval > 3600 {
 		return c.fail(exitUsage, "top: --interval must be 0.1..3600 seconds")
 	}
-	ob, code := c.observatory("top", g, &o)
+	ob, code := c.observatory("top", g)
 	if ob == nil {
 		return code
 	}

@@ -16,6 +16,10 @@
   // With --observatory-events 0 the server records no events to push
   // (GET /v1/events answers 404): the tables are then reloaded this often.
   const POLL_MS = 2000;
+  // What the page says when the server records no events: which flag
+  // gives them.
+  const EVENTS_OFF = "The server records no lock events: start dflockd with --observatory-events N (4096: about 2 MiB) " +
+    "for grant and wait times, the timeline and hot keys.";
 
   const isElection = (k) => k.observers > 0 || k.holders.some((h) => h.elect);
   // A lock nobody holds or waits for stays in the server until its idle
@@ -38,7 +42,8 @@
     lastRefresh: -Infinity, changed: false };
   const $ = (id) => document.getElementById(id);
 
-  // h builds an element; strings become text nodes.
+  // h builds an element; strings become text nodes, and arrays of kids
+  // are flattened at any depth (a list of "a, b" pairs is two deep).
   function h(tag, props, ...kids) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(props || {})) {
@@ -46,7 +51,7 @@
       else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v);
     }
-    for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+    for (const c of kids.flat(Infinity)) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
     return e;
   }
 
@@ -54,18 +59,19 @@
   // phone's column.
   function clock(t) { return new Date(t).toLocaleTimeString([], { hour12: false }); }
 
+  // secs writes a duration to a tenth of a second below 2 min, else to
+  // the second: "4 min 59 s", never "4 min" for 4m59s.
   function secs(ms) {
     if (ms < 1000) return ms + " ms";
-    const s = Math.round(ms / 100) / 10;
-    if (s < 120) return s + " s";
-    const m = Math.floor(s / 60);
-    return m < 120 ? m + " min" : Math.floor(m / 60) + " h " + (m % 60) + " min";
+    if (ms < 120000) return Math.round(ms / 100) / 10 + " s";
+    const t = Math.round(ms / 1000), m = Math.floor(t / 60) % 60, hr = Math.floor(t / 3600);
+    return (hr ? hr + " h " : "") + m + " min " + (t % 60) + " s";
   }
 
   // A live duration: counts down (lease, timeout) or up (held, waited)
   // from the value the server gave when the tables loaded.
   function live(ms, down, cls) {
-    if (ms === undefined) return h("span", { class: "muted" }, "?");
+    if (ms === undefined) return h("span", { class: "muted", title: state.eventsOn ? "not known: granted before the server recorded it" : EVENTS_OFF }, "?");
     return h("span", { class: "tick " + (cls || ""), "data-ms": ms, "data-dir": down ? "-1" : "1", "data-at": performance.now() }, secs(ms));
   }
 
@@ -75,7 +81,7 @@
     if (c.remote_addr) parts.push(c.remote_addr);
     const e = h("span", { class: "who", title: "session " + c.session_id }, parts.join(" "));
     if (!c.open) e.append(h("span", { class: "muted" }, " (closed)"));
-    else if (c.connected_ms !== undefined) e.append(h("span", { class: "muted wide" }, " up "), live(c.connected_ms, false, "muted wide"));
+    else if (c.connected_ms !== undefined) e.append(h("span", { class: "muted wide" }, " connected ", live(c.connected_ms, false), " ago"));
     return e;
   }
 
@@ -102,6 +108,7 @@
       const page = await api("/v1/keys?" + q);
       keys = keys.concat(page.keys);
       state.eventsOn = page.events;
+      $("events-off").hidden = state.eventsOn;
       cursor = page.next_cursor || "";
     } while (cursor && keys.length < MAX_KEYS);
     state.keys = keys;
@@ -152,11 +159,13 @@
         const { value, done } = await reader.read();
         if (done) break;
         buf += value;
-        let i;
+        let i, got = false;
         while ((i = buf.indexOf("\n\n")) >= 0) {
-          frame(buf.slice(0, i));
+          got = frame(buf.slice(0, i)) || got;
           buf = buf.slice(i + 2);
         }
+        // One render for what came together (a new reader's history).
+        if (got && state.tab === "timeline") render();
       }
     } catch (e) {
       if (ctl.signal.aborted) return;
@@ -166,6 +175,7 @@
     setTimeout(() => { if (state.stream === ctl) stream(); }, 2000);
   }
 
+  // frame takes one event of the stream; true if it was a lock event.
   function frame(text) {
     let id = "", event = "message", data = "";
     for (const line of text.split("\n")) {
@@ -182,18 +192,19 @@
     if (event === "lock") {
       state.events.unshift(JSON.parse(data));
       state.events.length = Math.min(state.events.length, MAX_EVENTS);
-      if (state.tab === "timeline") render();
       state.changed = true;
       scheduleRefresh();
-    } else if (event === "reset") {
-      scheduleRefresh();
+      return true;
     }
+    if (event === "reset") scheduleRefresh();
+    return false;
   }
 
   // noEvents falls back to reloading every POLL_MS: the page stays current
   // on a server that records no events, at one reload per POLL_MS.
   function noEvents() {
     state.eventsOn = false;
+    $("events-off").hidden = false;
     setLive("reloading every " + POLL_MS / 1000 + " s");
     if (!state.poll) state.poll = setInterval(scheduleRefresh, POLL_MS);
   }
@@ -276,7 +287,7 @@
   }
 
   function eventsTable(events) {
-    if (!events.length) return h("p", { class: "muted" }, state.eventsOn ? "No events yet." : "The server records no events (--observatory-events 0).");
+    if (!events.length) return h("p", { class: "muted" }, state.eventsOn ? "No events yet." : EVENTS_OFF);
     return h("table", { class: "events" }, h("thead", {}, h("tr", {}, h("th", {}, "Time"), h("th", {}, "Event"), h("th", { class: "keycol" }, "Key"), h("th", {}, "Client"), h("th", { class: "wide" }, "Fence"))),
       h("tbody", {}, events.map((e) => h("tr", { "data-key": e.key, "data-event": e.kind }, h("td", { class: "time" }, clock(e.at)),
         h("td", { class: "ev-" + e.kind }, EVENT_LABELS[e.kind] || e.kind.replace("_", " "), e.note ? h("div", { class: "muted" }, e.note) : ""),

@@ -28,7 +28,7 @@ const (
 
 // quickStarts are the blocks the README must mark: a marker deleted by
 // mistake would otherwise drop its test silently.
-var quickStarts = []string{"client", "tls", "http", "cluster", "protocol"}
+var quickStarts = []string{"client", "tls", "http", "cluster", "observatory", "protocol"}
 
 // defaultPorts are the ports the quick starts show. Each block runs on
 // free ports instead (testport), so a server a developer left running on

@@ -62,17 +62,25 @@ func names(text string, c *client) bool {
 	return regexp.MustCompile(regexp.QuoteMeta(c.local()) + `(\D|$)`).MatchString(text)
 }
 
-// seconds parses a duration as the page writes it ("850 ms", "12.3 s").
+// durationForms are the ways the page writes a duration: "850 ms",
+// "12.3 s" below 2 min, "4 min 59 s", "2 h 5 min 0 s".
+var durationForms = regexp.MustCompile(`^(?:(\d+) ms|(\d+(?:\.\d)?) s|(?:(\d+) h )?(\d+) min (\d+) s)$`)
+
+// seconds parses a duration as the page writes it; false for any other
+// form (a floored "4 min" for 4m59s is one).
 func seconds(s string) (float64, bool) {
-	if v, ok := strings.CutSuffix(s, " ms"); ok {
-		f, err := strconv.ParseFloat(v, 64)
-		return f / 1000, err == nil
+	m := durationForms.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
 	}
-	if v, ok := strings.CutSuffix(s, " s"); ok {
-		f, err := strconv.ParseFloat(v, 64)
-		return f, err == nil
+	n := func(i int) float64 { f, _ := strconv.ParseFloat(m[i], 64); return f }
+	switch {
+	case m[1] != "":
+		return n(1) / 1000, true
+	case m[2] != "":
+		return n(2), true
 	}
-	return 0, false
+	return n(3)*3600 + n(4)*60 + n(5), true
 }
 
 func eq[T comparable](want T) func(T) bool { return func(v T) bool { return v == want } }
@@ -95,6 +103,22 @@ func TestObservatoryPage(t *testing.T) {
 	if !strings.Contains(row.Holders[0], "tcp") {
 		t.Errorf("the holder shows as %q: no transport tcp", row.Holders[0])
 	}
+	// How long the holder's connection has been up, labelled as such.
+	if age := regexp.MustCompile(` connected (.+?) ago`).FindStringSubmatch(row.Holders[0]); age == nil {
+		t.Errorf("the holder shows as %q: no connection age (\"connected … ago\")", row.Holders[0])
+	} else if _, ok := seconds(age[1]); !ok {
+		t.Errorf("the connection's age reads %q", age[1])
+	}
+
+	// A lease of 2 min or more, to the second: 299 s is 4 min 59 s
+	// (less the time the page takes), not "4 min".
+	long := dial(t, s, "long lease")
+	backup := long.lock("backup", 0, 299)
+	lease, _ := await(p, "backup's lease", rowJS("backup"), func(r *lockRow) bool { return r != nil && r.Lease != "" })
+	if left, ok := seconds(lease.Lease); !ok || left > 299 || left <= 120 || !strings.Contains(lease.Lease, " min ") {
+		t.Errorf("a lease of 299 s shows as %q, want 4 min and its seconds", lease.Lease)
+	}
+	long.release("backup", backup)
 
 	// Two waiters queue behind it, in the order they came.
 	w1.send("l", "orders", "60 60")
@@ -169,6 +193,24 @@ func TestObservatoryPage(t *testing.T) {
 	if !names(cycle, a) || !names(cycle, b) || !strings.Contains(cycle, "k1") || !strings.Contains(cycle, "k2") {
 		t.Errorf("the Deadlocks tab shows %q; want sessions %s and %s on k1 and k2", cycle, a.local(), b.local())
 	}
+	// Each line names its waiter, then who holds the key it waits for:
+	// A waits for k2, which B holds, and B for k1, which A holds.
+	lines := eval[[]string](p, `[...document.querySelectorAll("#view .deadlock .claims > li")].map((e) => e.textContent)`)
+	if len(lines) != 2 {
+		t.Fatalf("the Deadlocks tab has %d lines, want 2: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		waiter, holder, ok := strings.Cut(l, " held by or queued ahead: ")
+		switch {
+		case !ok:
+			t.Errorf("the line %q names no holder", l)
+		case names(waiter, a) && strings.Contains(waiter, "k2") && names(holder, b) && !names(holder, a):
+		case names(waiter, b) && strings.Contains(waiter, "k1") && names(holder, a) && !names(holder, b):
+		default:
+			t.Errorf("the line %q: want A (%s) waiting for k2 held by B (%s), or B for k1 held by A", l, a.local(), b.local())
+		}
+	}
+	noObjectText(t, p)
 
 	// Phone width: the tables fit the screen.
 	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
@@ -208,6 +250,22 @@ func TestObservatoryPage(t *testing.T) {
 		})
 	}
 	t.Logf("the deadlock's highlight went %v after it ended", time.Since(freedAt).Round(time.Millisecond))
+}
+
+// noObjectText shows each tab in turn and fails on any "[object" in the
+// page's text: an element or array put into it as a string.
+func noObjectText(t *testing.T, p *page) {
+	t.Helper()
+	shown := eval[string](p, `(() => { const b = document.querySelector("#tabs button[aria-selected=true]"); return b ? b.firstChild.textContent : ""; })()`)
+	titles := eval[[]string](p, `[...document.querySelectorAll("#tabs button")].map((b) => b.firstChild.textContent)`)
+	for _, title := range titles {
+		p.showTab(title)
+		if text := eval[string](p, `document.body.textContent`); strings.Contains(text, "[object") {
+			i := strings.Index(text, "[object")
+			t.Errorf("the %s tab shows %q", title, text[max(0, i-80):min(len(text), i+40)])
+		}
+	}
+	p.showTab(shown)
 }
 
 // overflowJS lists what sticks out sideways: the document, the view's
@@ -315,8 +373,8 @@ func TestObservatoryOverTLS(t *testing.T) {
 }
 
 // With --observatory-events 0 (the default) there are no events to push:
-// the page says so and reloads on its own, so a lock taken and released
-// after it loaded still shows and goes.
+// the page says so, names the flag that records them, and reloads on its
+// own, so a lock taken and released after it loaded still shows and goes.
 func TestObservatoryWithoutEvents(t *testing.T) {
 	chromium(t)
 	s := startServer(t, "--observatory-events", "0")
@@ -326,6 +384,21 @@ func TestObservatoryWithoutEvents(t *testing.T) {
 	c := dial(t, s, "holder")
 	tok := c.lock("invoices", 0, 60)
 	await(p, "invoices with its holder", rowJS("invoices"), func(r *lockRow) bool { return r != nil && len(r.Holders) == 1 && names(r.Holders[0], c) })
+	// Where a time is unknown ("held ?"), the page says why, and which
+	// flag gives it.
+	notice := eval[string](p, `(() => { const n = document.getElementById("events-off"); return n && !n.hidden ? n.textContent : ""; })()`)
+	if !strings.Contains(notice, "--observatory-events") {
+		t.Errorf("the page does not say that events are off and which flag records them (notice: %q)", notice)
+	}
+	unknown := eval[[]string](p, `[...document.querySelectorAll("#view tr[data-key=invoices] td.holders span.muted")].filter((e) => e.textContent === "?").map((e) => e.title)`)
+	if len(unknown) == 0 || !strings.Contains(unknown[0], "--observatory-events") {
+		t.Errorf("the unknown hold time's title is %q, want it to name --observatory-events", unknown)
+	}
+	p.showTab("Timeline")
+	if v := eval[string](p, `document.getElementById("view").textContent`); !strings.Contains(v, "--observatory-events N") {
+		t.Errorf("the empty timeline reads %q", v)
+	}
+	p.showTab("Locks")
 	c.release("invoices", tok)
 	await(p, "invoices gone after its release", rowJS("invoices"), func(r *lockRow) bool { return r == nil })
 }
