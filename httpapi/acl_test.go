@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,17 +62,39 @@ func TestHTTPPolicy(t *testing.T) {
 	expect(t, "team-a signals b.x", ts.send(req{method: "POST", path: "/v1/signals/b.x", body: map[string]string{"payload": "p"}, header: bearer("tok-a")}), 403, codeForbidden)
 	expect(t, "team-a's key view of a.x", ts.send(req{method: "GET", path: "/v1/keys/a.x", header: bearer("tok-a")}), 200, "")
 	expect(t, "team-a's key view of b.x", ts.send(req{method: "GET", path: "/v1/keys/b.x", header: bearer("tok-a")}), 403, codeForbidden)
-	expect(t, "team-a's list of every key", ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-a")}), 403, codeForbidden)
-	expect(t, "team-a's stats", ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-a")}), 403, codeForbidden)
+	// The lists are scoped: team-a sees its keys, with who holds them.
+	r = ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-a")})
+	expect(t, "team-a's list of keys", r, 200, "")
+	var keys keysReply
+	r.decode(t, &keys)
+	if len(keys.Keys) != 1 || keys.Keys[0].Key != "a.x" || keys.Keys[0].Holders[0].Client.Identity != "team-a" {
+		t.Fatalf("team-a's keys: %s", r.body)
+	}
+	r = ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-a")})
+	expect(t, "team-a's stats", r, 200, "")
+	if !strings.Contains(string(r.body), `"a.x"`) || strings.Contains(string(r.body), "b.x") {
+		t.Fatalf("team-a's stats: %s", r.body)
+	}
+	expect(t, "team-b's stats (no observe)", ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-b")}), 403, codeForbidden)
+	r = ts.send(req{method: "GET", path: "/v1/hotkeys", header: bearer("tok-a")})
+	expect(t, "team-a's hot keys", r, 200, "")
+	if strings.Contains(string(r.body), "b.x") {
+		t.Fatalf("team-a's hot keys show b.x: %s", r.body)
+	}
 	expect(t, "team-a's metrics", ts.send(req{method: "GET", path: "/metrics", header: bearer("tok-a")}), 403, codeForbidden)
 	expect(t, "team-a force-releases b.x", ts.send(req{method: "POST", path: "/v1/admin/locks/b.x/release", body: map[string]any{}, header: bearer("tok-a")}), 403, codeForbidden)
-	expect(t, "ops' list of every key", ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-ops")}), 200, "")
+	r = ts.send(req{method: "GET", path: "/v1/keys", header: bearer("tok-ops")})
+	expect(t, "ops' list of every key", r, 200, "")
+	r.decode(t, &keys)
+	if len(keys.Keys) != 2 || keys.Keys[1].Holders[0].Client.Identity != "team-b" {
+		t.Fatalf("ops' keys: %s", r.body)
+	}
 	expect(t, "ops' stats", ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-ops")}), 200, "")
 	if st, ok := ts.lockStat("b.x"); !ok || st.Key != "b.x" {
 		t.Fatal("team-b's lock did not survive team-a's attempts")
 	}
 	log := ts.hub.Refusals()
-	if len(log) < 7 || log[0].Identity != "team-a" || log[0].Key != "b.x" {
+	if len(log) < 6 || log[0].Identity != "team-a" || log[0].Key != "b.x" {
 		t.Fatalf("refusal log: %+v", log)
 	}
 }
@@ -119,4 +142,55 @@ func TestHTTPACLRoutes(t *testing.T) {
 
 	plain := newServer(t, setup{})
 	expect(t, "acl log without a policy", plain.send(req{method: "GET", path: "/v1/acl/log"}), 404, codeNotFound)
+}
+
+// A scoped caller's /v1/keys pages through only its keys: following the
+// cursor yields each of them once, however the other identities' keys
+// fall between them.
+func TestHTTPPolicyScopedKeyPages(t *testing.T) {
+	ts := policyServer(t)
+	open := func(tok string) string {
+		r := ts.send(req{method: "POST", path: "/v1/sessions", header: bearer(tok)})
+		var s sessionReply
+		r.decode(t, &s)
+		return s.SessionID
+	}
+	sa, sb := open("tok-a"), open("tok-b")
+	want := map[string]bool{}
+	for i := range 40 {
+		key, sid, tok := fmt.Sprintf("b.k%02d", i), sb, "tok-b"
+		if i%4 == 0 {
+			key, sid, tok = fmt.Sprintf("a.k%02d", i), sa, "tok-a"
+			want[key] = true
+		}
+		expect(t, "lock "+key, ts.send(req{method: "POST", path: "/v1/locks/" + key,
+			body: map[string]int64{"acquire_timeout_s": 0}, session: sid, header: bearer(tok)}), 200, "")
+	}
+	got := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("the cursor does not end")
+		}
+		path := "/v1/keys?limit=3"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := ts.send(req{method: "GET", path: path, header: bearer("tok-a")})
+		expect(t, "page", r, 200, "")
+		var page keysReply
+		r.decode(t, &page)
+		for _, k := range page.Keys {
+			if got[k.Key] || !want[k.Key] {
+				t.Fatalf("page %d: %q (seen %v, team-a's %v)", pages, k.Key, got[k.Key], want[k.Key])
+			}
+			got[k.Key] = true
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("pages gave %d of team-a's %d keys", len(got), len(want))
+	}
 }

@@ -393,9 +393,11 @@ func (a *API) ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 // stats is GET /v1/stats.
-func (a *API) stats(w http.ResponseWriter, _ *http.Request) {
+func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 	var doc []byte
-	if a.cfg.Stats != nil {
+	if sc := observeScope(r); sc != nil {
+		doc = a.scopedStats(sc)
+	} else if a.cfg.Stats != nil {
 		doc = a.cfg.Stats()
 	} else {
 		doc = parse.AppendStats(nil, a.hub.Stats(false), vocab.ProfileV2)

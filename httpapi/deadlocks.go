@@ -184,11 +184,18 @@ type (
 )
 
 // listDeadlocks is GET /v1/deadlocks.
-func (a *API) listDeadlocks(w http.ResponseWriter, _ *http.Request) {
+func (a *API) listDeadlocks(w http.ResponseWriter, r *http.Request) {
 	found, at := a.deadlocks.check()
 	v := a.view()
 	reply := deadlocksReply{CheckedAt: at.UTC(), Deadlocks: []deadlockJSON{}}
+	sc := observeScope(r)
 	for i := range found {
+		// A scoped caller sees a deadlock only if it may observe every
+		// key of it: a cycle through another team's keys would name
+		// them and their holders.
+		if !sc.seesDeadlock(&found[i]) {
+			continue
+		}
 		reply.Deadlocks = append(reply.Deadlocks, v.deadlock(&found[i]))
 	}
 	writeJSON(w, http.StatusOK, reply)

@@ -53,9 +53,12 @@ type (
 	}
 )
 
-func hotList(es []engine.HotKey) []hotKeyJSON {
+func hotList(es []engine.HotKey, sc *scope) []hotKeyJSON {
 	out := make([]hotKeyJSON, 0, len(es))
 	for _, e := range es {
+		if !sc.sees(e.Key.Key) {
+			continue
+		}
 		out = append(out, hotKeyJSON{Key: e.Key.Key, Kind: e.Key.Kind.String(), Count: e.Count, Error: e.Err})
 	}
 	return out
@@ -81,9 +84,14 @@ func (a *API) listHotKeys(w http.ResponseWriter, r *http.Request) {
 	if eng := a.hub.Engine(); eng != nil { // nil: a cluster member before its first entry
 		hk := eng.HotKeys(n)
 		reply.Events = eng.EventsOn()
-		reply.ByGrants, reply.ByWait = hotList(hk.ByGrants), hotList(hk.ByWait)
-		reply.Grants, reply.WaitMs, reply.Tracked = hk.Grants, hk.WaitMs, hk.Tracked
-		wait, hold = eng.Latencies()
+		sc := observeScope(r)
+		reply.ByGrants, reply.ByWait = hotList(hk.ByGrants, sc), hotList(hk.ByWait, sc)
+		if sc == nil {
+			// The totals and histograms are every key's: not a scoped
+			// caller's to see.
+			reply.Grants, reply.WaitMs, reply.Tracked = hk.Grants, hk.WaitMs, hk.Tracked
+			wait, hold = eng.Latencies()
+		}
 	}
 	reply.Latency = latencyJSON{BoundsMs: engine.LatencyBoundsMs[:], Wait: histogram(&wait), Hold: histogram(&hold)}
 	writeJSON(w, http.StatusOK, reply)

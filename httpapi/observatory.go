@@ -82,6 +82,7 @@ type (
 		Open        bool   `json:"open"`
 		Transport   string `json:"transport,omitempty"`
 		RemoteAddr  string `json:"remote_addr,omitempty"`
+		Identity    string `json:"identity,omitempty"` // with a policy: who it authenticated as
 		ConnectedMs *int64 `json:"connected_ms,omitempty"`
 	}
 	holderJSON struct {
@@ -148,7 +149,7 @@ func (v *view) clientOf(id engine.SessionID, conn uint64, open bool) clientJSON 
 		return cj
 	}
 	if ident, ok := v.hub.Identify(id, conn); ok {
-		cj.Transport, cj.RemoteAddr = ident.Transport, ident.RemoteAddr
+		cj.Transport, cj.RemoteAddr, cj.Identity = ident.Transport, ident.RemoteAddr, ident.Name
 	}
 	if at, open, ok := v.eng.SessionOpened(id); open && ok {
 		cj.ConnectedMs = known(int64(v.now.Tick() - at))
@@ -255,12 +256,35 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, reply)
 		return
 	}
-	page, next := v.eng.InspectKeys(v.now, kq)
-	for i := range page {
-		reply.Keys = append(reply.Keys, v.key(&page[i]))
+	sc := observeScope(r)
+	want := kq.Limit
+	// A scoped caller's page skips the keys it may not observe: pages are
+	// read on until it is full, the keys run out, or a bound of pages
+	// (then it comes back short, with the cursor to go on from). The
+	// cursor is the last key looked at, shown or not.
+	var last engine.KeyRef
+	more := false
+	for range maxScopedPages {
+		page, pnext := v.eng.InspectKeys(v.now, kq)
+		stopped := false
+		for i := range page {
+			if len(reply.Keys) == want {
+				stopped = true
+				break
+			}
+			last = engine.KeyRef{Key: page[i].Key, Kind: page[i].Kind}
+			if sc.sees(page[i].Key) {
+				reply.Keys = append(reply.Keys, v.key(&page[i]))
+			}
+		}
+		more = stopped || pnext != (engine.KeyRef{})
+		if !more || len(reply.Keys) == want {
+			break
+		}
+		kq.After = pnext
 	}
-	if next != (engine.KeyRef{}) {
-		reply.NextCursor = formatCursor(next)
+	if more {
+		reply.NextCursor = formatCursor(last)
 	}
 	reply.Events = v.eng.EventsOn()
 	writeJSON(w, http.StatusOK, reply)
@@ -419,5 +443,9 @@ func (a *API) adminAuthorized(w http.ResponseWriter, r *http.Request) bool {
 // RemoteAddr is the client address of an HTTP session, for the
 // observatory (session.AddressedEndpoint).
 func (s *httpSession) RemoteAddr() string { return s.ip.String() }
+
+// IdentityName is the policy identity that opened the session ("" without
+// a policy), for the observatory.
+func (s *httpSession) IdentityName() string { return s.owner }
 
 var _ session.AddressedEndpoint = (*httpSession)(nil)

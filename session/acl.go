@@ -408,3 +408,17 @@ func (s *Session) authOnCertificate(out, token []byte, now timerwheel.Instant) [
 	s.hub.gate.failed(s.authKey, now)
 	return s.refuseAuth(out, now)
 }
+
+// IdentityConnections is the open connections of the identity named name.
+func (h *Hub) IdentityConnections(name string) int {
+	if h.acl == nil {
+		return 0
+	}
+	h.acl.mu.Lock()
+	u := h.acl.usage[name]
+	h.acl.mu.Unlock()
+	if u == nil {
+		return 0
+	}
+	return int(u.Conns.Load())
+}

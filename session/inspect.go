@@ -3,6 +3,7 @@ package session
 import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/timerwheel"
+	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Who a session is, for the lock observatory (httpapi): the engine knows
@@ -24,6 +25,15 @@ type Identity struct {
 	Transport  string // one of the Transport kinds
 	RemoteAddr string // host:port, or the address alone for HTTP sessions
 	Secure     bool   // over TLS (HTTPS for an HTTP session is not known here)
+	// Name is the policy identity the client authenticated as ("" without
+	// a policy, or before its auth).
+	Name string
+}
+
+// NamedEndpoint is implemented by endpoints that know their policy
+// identity (httpapi's sessions).
+type NamedEndpoint interface {
+	IdentityName() string
 }
 
 // SecureTransport is implemented by transports that can tell whether
@@ -57,6 +67,9 @@ func (h *Hub) Identify(id engine.SessionID, connID uint64) (Identity, bool) {
 		if a, ok := e.(AddressedEndpoint); ok {
 			ident.RemoteAddr = a.RemoteAddr()
 		}
+		if n, ok := e.(NamedEndpoint); ok {
+			ident.Name = n.IdentityName()
+		}
 		return ident, true
 	}
 	return Identity{}, false
@@ -73,6 +86,9 @@ func (s *Session) identity() Identity {
 	if a := s.t.RemoteAddr(); a != nil {
 		ident.RemoteAddr = a.String()
 	}
+	if id := s.who.Load(); id != nil {
+		ident.Name = id.Name
+	}
 	return ident
 }
 
@@ -80,3 +96,6 @@ func (s *Session) identity() Identity {
 // a cluster member the replica's (the log's) time, which the deadlines in
 // the replicated state are measured against.
 func (h *Hub) StateNow() timerwheel.Instant { return h.app.stateNow(h.clock.Now()) }
+
+// Profile is the hub's --compat profile.
+func (h *Hub) Profile() vocab.Profile { return h.cfg.Profile }
