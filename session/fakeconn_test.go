@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -39,6 +41,7 @@ type fakeConn struct {
 	stalled bool
 	unsent  []byte
 	remote  net.Addr
+	cert    *x509.Certificate // PeerCertificate: as a verified client certificate
 	// The session's timer.
 	timerAt    timerwheel.Tick
 	timerArmed bool
@@ -188,6 +191,18 @@ func (fs *fakeServer) open() *fakeConn {
 func (fs *fakeServer) openFrom(remote net.Addr) *fakeConn {
 	return fs.openProto(remote, Dflockd)
 }
+
+// openCertified opens a godistlock connection whose client certificate
+// is named name (its common name).
+func (fs *fakeServer) openCertified(name string) *fakeConn {
+	c := &fakeConn{fs: fs, poison: true, cert: &x509.Certificate{Subject: pkix.Name{CommonName: name}}}
+	c.sess = fs.hub.Open(c, Godistlock)
+	fs.conns = append(fs.conns, c)
+	return c
+}
+
+// PeerCertificate is the certificate the test gave the connection.
+func (c *fakeConn) PeerCertificate() *x509.Certificate { return c.cert }
 
 func (fs *fakeServer) openProto(remote net.Addr, p Protocol) *fakeConn {
 	c := &fakeConn{fs: fs, poison: true, remote: remote}
