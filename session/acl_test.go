@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -308,4 +309,15 @@ identity quiet
 	if got := fs.traffic(n3, request("l", "k4", "0 60")); got != "timeout\n" {
 		t.Fatalf("a try-lock does not wait, so waiters=2 does not refuse it: %q", got)
 	}
+}
+
+// hundredRules is a policy whose identity (token "tok-a") has 100 rules,
+// the one that allows the keys that start with allowed among them.
+func hundredRules(t testing.TB, allowed string) *policy.Policy {
+	var b strings.Builder
+	b.WriteString("identity a\n token %A\n allow lock " + allowed + "*\n")
+	for i := range 99 {
+		fmt.Fprintf(&b, " allow lock,read team-%d/*\n", i)
+	}
+	return mustPolicy(t, b.String())
 }

@@ -4,8 +4,6 @@ package session
 
 import (
 	"bytes"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/dflockd-ng/dflockd/engine"
@@ -29,19 +27,8 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 		t.Run(name, func(t *testing.T) { oneFramePerRead(t, counted, nil) })
 	}
 	// With a policy of 100 rules, the identity's check on each request.
-	t.Run("one-frame-per-read-policy", func(t *testing.T) { oneFramePerRead(t, false, hundredRules(t)) })
+	t.Run("one-frame-per-read-policy", func(t *testing.T) { oneFramePerRead(t, false, hundredRules(t, "alloc")) })
 	pipelinedNoAlloc(t)
-}
-
-// hundredRules is a policy whose identity (token "tok-a") has 100 rules,
-// the one that allows alloc-key among them.
-func hundredRules(t testing.TB) *policy.Policy {
-	var b strings.Builder
-	b.WriteString("identity a\n token %A\n allow lock alloc*\n")
-	for i := range 99 {
-		fmt.Fprintf(&b, " allow lock,read team-%d/*\n", i)
-	}
-	return mustPolicy(t, b.String())
 }
 
 func oneFramePerRead(t *testing.T, counted bool, pol *policy.Policy) {

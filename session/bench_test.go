@@ -8,6 +8,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -19,7 +20,13 @@ const pipelinedPairs = 32
 // counted turns on the transport's request counters (/metrics), mono
 // puts the hub on the monotonic clock a server reads.
 func pipelined(b *testing.B, counted, mono bool) (op func(), size int) {
-	fs := newFakeServer(b, Config{}, engine.Config{})
+	return pipelinedWith(b, counted, mono, nil)
+}
+
+// pipelinedWith is pipelined on a server with policy pol (nil: none),
+// the connection authenticated as its identity "tok-a".
+func pipelinedWith(b *testing.B, counted, mono bool, pol *policy.Policy) (op func(), size int) {
+	fs := newFakeServer(b, Config{Policy: pol}, engine.Config{})
 	if mono {
 		fs.hub.clock = newMonoFrom(fs.clock.Now())
 	}
@@ -28,6 +35,11 @@ func pipelined(b *testing.B, counted, mono bool) (op func(), size int) {
 		fs.hub.RegisterCounters(fs.scratch.Counters)
 	}
 	c := fs.open()
+	if pol != nil {
+		if got := fs.traffic(c, request("auth", "_", "tok-a")); got != "ok\n" {
+			b.Fatalf("auth: %q", got)
+		}
+	}
 	c.poison = false
 	var buf []byte
 	var tokOff []int
@@ -169,6 +181,17 @@ func BenchmarkInput(b *testing.B) {
 	// 32 l/r pairs over 4 existing keys, one read: one op is 64 frames.
 	b.Run("pipelined-64", func(b *testing.B) {
 		op, size := pipelined(b, false, false)
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			op()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*pipelinedPairs), "ns/frame")
+	})
+	// The same with a policy of 100 rules (the identity's own), checked
+	// on every request: the policy's cost on the request path.
+	b.Run("pipelined-64-policy", func(b *testing.B) {
+		op, size := pipelinedWith(b, false, false, hundredRules(b, "bench"))
 		b.SetBytes(int64(size))
 		b.ReportAllocs()
 		for b.Loop() {
