@@ -194,3 +194,25 @@ func TestHTTPPolicyScopedKeyPages(t *testing.T) {
 		t.Fatalf("pages gave %d of team-a's %d keys", len(got), len(want))
 	}
 }
+
+// An identity's quotas count its HTTP sessions' claims with its
+// connections': past locks=N, an HTTP acquire answers max_locks, as the
+// API answers error_max_locks.
+func TestHTTPPolicyQuota(t *testing.T) {
+	p, err := policy.Parse([]byte("identity q\n token " + policy.TokenHash("tok-q") + "\n allow * *\n quota locks=2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, setup{sess: session.Config{Policy: p}})
+	r := ts.send(req{method: "POST", path: "/v1/sessions", header: bearer("tok-q")})
+	var s sessionReply
+	r.decode(t, &s)
+	body := map[string]int64{"acquire_timeout_s": 0}
+	for _, k := range []string{"k1", "k2"} {
+		expect(t, "lock "+k, ts.send(req{method: "POST", path: "/v1/locks/" + k, body: body, session: s.SessionID, header: bearer("tok-q")}), 200, "")
+	}
+	r = ts.send(req{method: "POST", path: "/v1/locks/k3", body: body, session: s.SessionID, header: bearer("tok-q")})
+	if r.code() != codeMaxLocks {
+		t.Fatalf("a third claim past locks=2: %d %s", r.status, r.body)
+	}
+}

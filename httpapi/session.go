@@ -269,6 +269,11 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, refused, "")
 		return
 	}
+	if id := callerIdentity(r); id != nil {
+		// The identity's quotas count the session's claims and keys as
+		// its connections' (a single node's engine).
+		a.hub.AttachIdentity(s.conn, id)
+	}
 	if body.StableRef != nil && a.cfg.Cluster != nil && !a.presentStableRef(w, r, s, *body.StableRef) {
 		return
 	}

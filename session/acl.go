@@ -422,3 +422,17 @@ func (h *Hub) IdentityConnections(name string) int {
 	}
 	return int(u.Conns.Load())
 }
+
+// AttachIdentity counts the claims and keys of engine session id (an HTTP
+// session, which has no auth line of its own) against the quotas of
+// identity id, as a connection's are: a single node's engine only.
+func (h *Hub) AttachIdentity(id engine.SessionID, ident *policy.Identity) {
+	if h.acl == nil || h.eng == nil || ident.Everything() {
+		return
+	}
+	if q := ident.Quota; q.Locks > 0 || q.Waiters > 0 || q.Keys > 0 {
+		u := h.acl.usageOf(ident.Name)
+		u.setLimits(q)
+		h.eng.SetTenant(id, &u.Tenant)
+	}
+}
