@@ -178,10 +178,17 @@ func New(cfg Config) (*Node, error) {
 	if timed != nil {
 		timed.raft.Store(r)
 	}
-	if cfg.Observer.LeaderChange != nil {
+	if o := cfg.Observer; o.LeaderChange != nil || o.NewLeader != nil {
 		// Before any election can end: raft needs a heartbeat timeout
 		// without a leader to start one.
-		watchLeaders(r, cfg.Observer.LeaderChange)
+		watchLeaders(r, func(id raft.ServerID, addr raft.ServerAddress) {
+			if o.NewLeader != nil {
+				o.NewLeader(string(id), string(addr))
+			}
+			if o.LeaderChange != nil {
+				o.LeaderChange()
+			}
+		})
 	}
 	n.wg.Add(2)
 	go n.watchLeadership()

@@ -18,6 +18,10 @@ type Observer struct {
 	// (the first one it sees counts; so does the same member leading
 	// again after a span without a leader: that is a new election).
 	LeaderChange func()
+	// NewLeader, at the same moments, names the new leader (its raft id
+	// and address), for the server's log: raft says so only on the
+	// leader, and only at Info, which a server logs with --debug.
+	NewLeader func(id, raftAddr string)
 	// Commit, on the leader, for each entry of its term as it reaches the
 	// replica: the time from raft appending the entry to the leader's log
 	// to its being committed (on a quorum's disks) and handed to the
@@ -34,7 +38,7 @@ type Observer struct {
 // observer's filter synchronously for each observation; with no channel,
 // the filter is the whole observer (raft allows a nil channel): no
 // goroutine, nothing queued, nothing dropped.
-func watchLeaders(r *raft.Raft, changed func()) {
+func watchLeaders(r *raft.Raft, changed func(raft.ServerID, raft.ServerAddress)) {
 	var mu sync.Mutex
 	var last raft.ServerID
 	r.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
@@ -47,7 +51,7 @@ func watchLeaders(r *raft.Raft, changed func()) {
 		last = lo.LeaderID
 		mu.Unlock()
 		if changedNow {
-			changed()
+			changed(lo.LeaderID, lo.LeaderAddr)
 		}
 		return false
 	}))

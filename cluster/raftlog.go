@@ -8,7 +8,9 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -29,7 +31,7 @@ func RaftLogger(log *slog.Logger, level hclog.Level) hclog.Logger {
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}
-	l := &raftLogger{base: log, name: "raft", level: new(atomic.Int32)}
+	l := &raftLogger{base: log, name: "raft", level: new(atomic.Int32), repeats: newRepeatLimiter(repeatWindow, time.Now)}
 	l.level.Store(int32(level))
 	l.log = l.derive()
 	return l
@@ -43,6 +45,7 @@ type raftLogger struct {
 	name    string
 	implied []any // With's arguments, hclog's form
 	level   *atomic.Int32
+	repeats *repeatLimiter // shared by every logger made from one another
 }
 
 var _ hclog.Logger = (*raftLogger)(nil)
@@ -82,7 +85,20 @@ func (l *raftLogger) Log(level hclog.Level, msg string, args ...any) {
 	if !l.enabled(level) {
 		return
 	}
-	l.log.LogAttrs(context.Background(), slogLevel(level), msg, hclogAttrs(args)...)
+	attrs := hclogAttrs(args)
+	if level >= hclog.Warn && l.repeats != nil {
+		// A member that cannot reach a peer says so on every retry,
+		// twice a second for as long as the peer is gone: once per
+		// window is enough, with the count of the lines left out.
+		ok, suppressed := l.repeats.allow(msg, peerOf(args))
+		if !ok {
+			return
+		}
+		if suppressed > 0 {
+			attrs = append(attrs, slog.Int("repeats_suppressed", suppressed))
+		}
+	}
+	l.log.LogAttrs(context.Background(), slogLevel(level), msg, attrs...)
 }
 
 func (l *raftLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
@@ -248,4 +264,72 @@ func hclogValue(v any) any {
 		return v.Error() // hclog logs an error's text, never its struct
 	}
 	return v
+}
+
+// repeatWindow is how long a warning or error about one peer is said
+// once: a dead peer is news when it goes, not twice a second after.
+const repeatWindow = 30 * time.Second
+
+// repeatLimiter lets one line of each (message, peer) through per window,
+// and counts the others for the next line that gets through. Its memory
+// is bounded: the messages are raft's own, the peers the cluster's.
+type repeatLimiter struct {
+	window time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	seen   map[repeatKey]*repeatState
+}
+
+type repeatKey struct{ msg, peer string }
+
+type repeatState struct {
+	last       time.Time
+	suppressed int
+}
+
+// maxRepeatKeys bounds the map: past it, states whose window is over are
+// dropped.
+const maxRepeatKeys = 1024
+
+func newRepeatLimiter(window time.Duration, now func() time.Time) *repeatLimiter {
+	return &repeatLimiter{window: window, now: now, seen: make(map[repeatKey]*repeatState)}
+}
+
+// allow reports whether a line of msg about peer is logged now, and how
+// many lines of it were left out since the last that was.
+func (r *repeatLimiter) allow(msg, peer string) (bool, int) {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := repeatKey{msg, peer}
+	st := r.seen[k]
+	if st == nil {
+		if len(r.seen) >= maxRepeatKeys {
+			for key, s := range r.seen {
+				if now.Sub(s.last) >= r.window {
+					delete(r.seen, key)
+				}
+			}
+		}
+		r.seen[k] = &repeatState{last: now}
+		return true, 0
+	}
+	if now.Sub(st.last) < r.window {
+		st.suppressed++
+		return false, 0
+	}
+	n := st.suppressed
+	st.last, st.suppressed = now, 0
+	return true, n
+}
+
+// peerOf is the peer an hclog line names (raft says peer, target or
+// server-id), or "".
+func peerOf(args []any) string {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && (k == "peer" || k == "target" || k == "server-id" || k == "id") {
+			return fmt.Sprint(args[i+1])
+		}
+	}
+	return ""
 }

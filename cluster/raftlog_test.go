@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -139,5 +141,43 @@ func TestRaftLoggerStandardWriter(t *testing.T) {
 	}
 	if got := jsonLines(t, buf); len(got) != 1 || got[0]["level"] != "WARN" || got[0]["msg"] != "x" || got[0]["component"] != "raft" {
 		t.Errorf("forced Warn: %v", got)
+	}
+}
+
+// A warning or error raft repeats about one peer (a dead member's failed
+// heartbeats, twice a second) is logged once per window, the next one
+// with the count of those left out; another peer or message is its own;
+// Info lines are never held back.
+func TestRaftLoggerRepeatsLimited(t *testing.T) {
+	log, buf := jsonLog(slog.LevelDebug)
+	clock := time.Unix(1000, 0)
+	l := RaftLogger(log, hclog.Info).(*raftLogger)
+	l.repeats = newRepeatLimiter(30*time.Second, func() time.Time { return clock })
+	w := l.Named("wal") // derived loggers share the limiter
+	for range 70 {
+		l.Error("failed to heartbeat to", "peer", "n2", "error", "connection refused")
+		w.Warn("failed to appendEntries to", "peer", "n2")
+		l.Error("failed to heartbeat to", "peer", "n3")
+		l.Info("entering candidate state", "node", "n1")
+		clock = clock.Add(500 * time.Millisecond) // raft's retry pace
+	}
+	lines := jsonLines(t, buf)
+	count := map[string]int{}
+	var resumed []float64
+	for _, m := range lines {
+		count[m["msg"].(string)+"/"+fmt.Sprint(m["peer"])]++
+		if n, ok := m["repeats_suppressed"].(float64); ok {
+			resumed = append(resumed, n)
+		}
+	}
+	// 70 tries over 35 s: the first, and the first after the window.
+	if count["failed to heartbeat to/n2"] != 2 || count["failed to appendEntries to/n2"] != 2 || count["failed to heartbeat to/n3"] != 2 {
+		t.Fatalf("repeated lines logged: %v", count)
+	}
+	if count["entering candidate state/<nil>"] != 70 {
+		t.Fatalf("info lines: %d, want all 70", count["entering candidate state/<nil>"])
+	}
+	if len(resumed) != 3 || resumed[0] != 59 {
+		t.Fatalf("repeats_suppressed on the lines after the window: %v, want 59 each", resumed)
 	}
 }

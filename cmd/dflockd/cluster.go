@@ -314,7 +314,9 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	events := metrics.NewRaftEvents() // /metrics registers them, with --http-port
 	node, err := cluster.New(cluster.Config{
 		Observer: cluster.Observer{LeaderChange: events.LeaderChanged, Commit: events.ObserveCommit,
-			Apply: events.ObserveApply},
+			Apply: events.ObserveApply, NewLeader: func(id, raftAddr string) {
+				log.Info("raft: a new leader", "leader_id", id, "leader_raft_addr", raftAddr)
+			}},
 		ID: raft.ServerID(c.NodeID), Transport: trans, Logs: storage.Logs, Stable: storage.Stable,
 		Snapshots: storage.Snaps, Raft: rc, Output: out, ClientAddrs: addrs,
 		GCInterval: cfg.GCInterval, OrphanTTL: c.OrphanTTL,

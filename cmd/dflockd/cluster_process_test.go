@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/fence"
+	"github.com/dflockd-ng/dflockd/internal/testserver"
 )
 
 // Tests of cluster mode with real processes on 127.0.0.1: a member is
@@ -25,7 +25,7 @@ type member struct {
 	client string // host:port
 	args   []string
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	log    *testserver.Output
 }
 
 // startMembers runs an n-member cluster bootstrapped from its peer list.
@@ -61,7 +61,7 @@ func startMembersWith(t *testing.T, n int, extra ...string) []*member {
 
 func (m *member) start() {
 	m.t.Helper()
-	m.log = &bytes.Buffer{}
+	m.log = new(testserver.Output)
 	m.cmd = exec.Command(binary(m.t), m.args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
@@ -225,6 +225,15 @@ func TestClusterSurvivesSIGKILL(t *testing.T) {
 	}
 	ms := startMembers(t, 3)
 	old, next := failover(t, ms, func(m *member) { m.signal(syscall.SIGKILL) })
+	// Each survivor names the new leader in one INFO line.
+	for _, m := range ms {
+		if m == old {
+			continue
+		}
+		testserver.Eventually(t, m.id+" logs the new leader", func() bool {
+			return strings.Contains(m.log.String(), `msg="raft: a new leader" leader_id=`+next.id)
+		})
+	}
 
 	// The killed member restarts on its raft directory, catches up and
 	// sends clients to the new leader.
