@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,12 +26,15 @@ const locksUsage = `usage: dflockctl locks [PREFIX] [--kind K,...] [--max N] [--
 Lists the locks, semaphores and read-write locks (--kind: any of lock,
 semaphore, rwlock, counter, kv, list, barrier) whose key starts with
 PREFIX: each holder (connection, transport, address, lease left, fence)
-and the FIFO queue behind it. Reads the server's HTTP API (--http-port).`
+and the FIFO queue behind it; with the server's --policy-file, the
+identity each client authenticated as. Reads the server's HTTP API
+(--http-port).`
 
 const deadlocksUsage = `usage: dflockctl deadlocks [--http HOST:PORT,...]
 
 Lists the deadlocks among lock waiters: sessions that each wait for a key
-only another of them can release. Exits 0 with none, 5 with some (and
+only another of them can release (with the server's --policy-file, each
+named with its identity). Exits 0 with none, 5 with some (and
 prints them), 1 (or 69, 77) when it could not ask. Reads the server's HTTP
 API (--http-port).`
 
@@ -133,6 +137,7 @@ type (
 		Open       bool   `json:"open"`
 		Transport  string `json:"transport"`
 		RemoteAddr string `json:"remote_addr"`
+		Identity   string `json:"identity,omitempty"` // with a policy: who it authenticated as (omitted: top --json as before without one)
 	}
 	obsKey struct {
 		Key     string `json:"key"`
@@ -177,6 +182,34 @@ func (o obsClient) String() string {
 		s += " (closed)"
 	}
 	return s
+}
+
+// named is String with the policy identity the session authenticated
+// as, when it has one: "#4 tcp 127.0.0.1:50312 as team-a".
+func (o obsClient) named() string {
+	if o.Identity == "" {
+		return o.String()
+	}
+	return o.String() + " as " + o.Identity
+}
+
+// identified reports whether a holder or waiter of keys carries a policy
+// identity. The tables show an IDENTITY column only then, so that what
+// they print of a server without a policy stays as it was.
+func identified(keys []obsKey) bool {
+	for _, k := range keys {
+		for _, h := range k.Holders {
+			if h.Client.Identity != "" {
+				return true
+			}
+		}
+		for _, w := range k.Waiters {
+			if w.Client.Identity != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // locks is "dflockctl locks [PREFIX]".
@@ -230,14 +263,23 @@ func (c *cli) locks(g *globals, args []string) int {
 		c.emit(g, "", map[string]any{"keys": keys, "truncated": cursor != ""})
 		return exitOK
 	}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tHELD BY\tLEASE LEFT\tFENCE\tQUEUE")
-	for _, raw := range keys {
-		var k obsKey
-		if err := json.Unmarshal(raw, &k); err != nil {
+	parsed := make([]obsKey, len(keys))
+	for i, raw := range keys {
+		if err := json.Unmarshal(raw, &parsed[i]); err != nil {
 			return c.fail(exitFailure, "locks: %v", err)
 		}
+	}
+	// With identities, the holder's is a column of its own (after HELD
+	// BY), and each waiter in QUEUE is named with its own.
+	ids := identified(parsed)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	if ids {
+		fmt.Fprintln(tw, "KEY\tKIND\tHELD BY\tIDENTITY\tLEASE LEFT\tFENCE\tQUEUE")
+	} else {
+		fmt.Fprintln(tw, "KEY\tKIND\tHELD BY\tLEASE LEFT\tFENCE\tQUEUE")
+	}
+	for _, k := range parsed {
 		kind := k.Kind
 		if k.Kind == "semaphore" {
 			kind += "/" + strconv.Itoa(k.Limit)
@@ -252,18 +294,27 @@ func (c *cli) locks(g *globals, args []string) int {
 			if i > 0 {
 				sep = ", "
 			}
-			queue += sep + w.Client.String()
+			queue += sep + w.Client.named()
 			if w.WaitedMs != nil {
 				queue += " (" + (time.Duration(*w.WaitedMs) * time.Millisecond).Round(100*time.Millisecond).String() + ")"
 			}
 		}
 		if len(k.Holders) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%s\n", k.Key, kind, queue)
+			if ids {
+				fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t%s\n", k.Key, kind, queue)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%s\n", k.Key, kind, queue)
+			}
 		}
 		for i, h := range k.Holders {
 			who := h.Client.String()
 			if h.Writer {
 				who += " (write)"
+			}
+			if ids {
+				// Unknown for a closed session, and on a cluster for one
+				// that another member serves.
+				who += "\t" + cmp.Or(h.Client.Identity, "-")
 			}
 			left := (time.Duration(h.LeaseRemainingMs) * time.Millisecond).Round(100 * time.Millisecond).String()
 			if i == 0 {
@@ -313,12 +364,12 @@ func (c *cli) deadlocks(g *globals, args []string) int {
 		for _, w := range d.Waits {
 			on := make([]string, len(w.On))
 			for j, s := range w.On {
-				on[j] = byID[s].String()
+				on[j] = byID[s].named()
 			}
-			fmt.Fprintf(&b, "  %s waits for %s %q, held or queued ahead by %s\n", byID[w.SessionID], w.Kind, w.Key, strings.Join(on, ", "))
+			fmt.Fprintf(&b, "  %s waits for %s %q, held or queued ahead by %s\n", byID[w.SessionID].named(), w.Kind, w.Key, strings.Join(on, ", "))
 		}
 		for _, s := range d.Behind {
-			fmt.Fprintf(&b, "  %s is stuck behind it\n", s)
+			fmt.Fprintf(&b, "  %s is stuck behind it\n", s.named())
 		}
 	}
 	if len(doc.Deadlocks) == 0 {

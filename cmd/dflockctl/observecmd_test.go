@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/httpapi"
 	"github.com/dflockd-ng/dflockd/internal/testserver"
+	"github.com/dflockd-ng/dflockd/policy"
 	sessions "github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -21,9 +23,18 @@ import (
 // observedServer is an in-process server's HTTP API with the observatory
 // on and an admin token; calls makes lock calls on it.
 type observedServer struct {
-	t    *testing.T
-	addr string
-	hub  *sessions.Hub
+	t     *testing.T
+	addr  string
+	hub   *sessions.Hub
+	token string // the bearer token of its calls ("": none)
+}
+
+// as is the server called with a bearer token: with a policy, the
+// sessions it opens are the token's identity's.
+func (s *observedServer) as(token string) *observedServer {
+	c := *s
+	c.token = token
+	return &c
 }
 
 func startObserved(t *testing.T) *observedServer {
@@ -54,12 +65,20 @@ func startServerAPI(t *testing.T, sc sessions.Config, hc httpapi.Config) *observ
 
 // post makes an HTTP API call and returns its status and body.
 func (s *observedServer) post(path, sid string, body any) (int, []byte) {
+	return s.call(http.MethodPost, path, sid, body)
+}
+
+// call makes an HTTP API call with any method.
+func (s *observedServer) call(method, path, sid string, body any) (int, []byte) {
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest("POST", "http://"+s.addr+path, rd)
+	req, _ := http.NewRequest(method, "http://"+s.addr+path, rd)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -115,6 +134,9 @@ func TestObservatoryCommands(t *testing.T) {
 	if !strings.Contains(r.stdout, "jobs/x") || !strings.Contains(r.stdout, "jobs/y") || !strings.Contains(r.stdout, "http 127.0.0.1") {
 		t.Fatalf("locks:\n%s", r.stdout)
 	}
+	if !regexp.MustCompile(`^KEY +KIND +HELD BY +LEASE LEFT +FENCE +QUEUE\n`).MatchString(r.stdout) {
+		t.Fatalf("locks without a policy: want no IDENTITY column:\n%s", r.stdout)
+	}
 	r = run(t, nil, "locks", "jobs/x", at, "--json")
 	expectCode(t, r, exitOK, "locks --json")
 	var doc struct {
@@ -137,8 +159,11 @@ func TestObservatoryCommands(t *testing.T) {
 		dl = run(t, nil, "deadlocks", at)
 		return dl.code == exitDeadlocks
 	})
-	if !strings.Contains(dl.stdout, `waits for lock "jobs/x"`) || !strings.Contains(dl.stdout, `waits for lock "jobs/y"`) {
+	if !strings.Contains(dl.stdout, `waits for lock "jobs/x"`) || !strings.Contains(dl.stdout, `waits for lock "jobs/y"`) || strings.Contains(dl.stdout, " as ") {
 		t.Fatalf("deadlocks:\n%s", dl.stdout)
+	}
+	if r := run(t, nil, "top", at, "--json"); r.code != exitOK || !strings.Contains(r.stdout, `"sessions":[{`) || strings.Contains(r.stdout, "identity") {
+		t.Fatalf("top --json without a policy: want its deadlock's sessions, no identity: exit %d\n%s", r.code, r.stdout)
 	}
 	expectCode(t, run(t, nil, "admin", "release", "jobs/x", at, "--admin-token", "wrong"), exitNoPerm, "a wrong admin token")
 	r = run(t, nil, "admin", "release", "jobs/x", at, "--admin-token", "root", "--reason", "deadlock")
@@ -206,4 +231,92 @@ func TestObservatoryCommandStatuses(t *testing.T) {
 			t.Fatal("the waits did not end after the force release")
 		}
 	}
+}
+
+// startIdentityServer is an in-process server's HTTP API with a policy
+// of one identity, team-a (token tok-a), that may do everything to its
+// keys a.*.
+func startIdentityServer(t *testing.T) *observedServer {
+	t.Helper()
+	p, err := policy.Parse([]byte("identity team-a\n token " + policy.TokenHash("tok-a") + "\n allow * a.*\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServerAPI(t, sessions.Config{Policy: p}, httpapi.Config{})
+}
+
+// endSessions closes the sessions; the waits, their lock calls, return.
+func endSessions(t *testing.T, srv *observedServer, waits <-chan int, sids ...string) {
+	t.Helper()
+	for _, sid := range sids {
+		if code, body := srv.call(http.MethodDelete, "/v1/sessions/"+sid, "", nil); code != http.StatusNoContent {
+			t.Errorf("closing session %s: %d %s", sid, code, body)
+		}
+	}
+	for range cap(waits) {
+		select {
+		case <-waits:
+		case <-time.After(20 * time.Second):
+			t.Fatal("a wait did not end with its session")
+		}
+	}
+}
+
+// With a policy, locks shows each holder's identity in a column of its
+// own and each waiter's in the queue, deadlocks each session's
+// (issue #35).
+func TestObservatoryIdentities(t *testing.T) {
+	t.Parallel()
+	srv := startIdentityServer(t).as("tok-a")
+	at := []string{"--http=" + srv.addr, "--auth-token", "tok-a"}
+	a, b := srv.session(), srv.session()
+	if srv.lock(a, "a.job", 0) != 200 {
+		t.Fatal("lock not granted")
+	}
+	waits := make(chan int, 3)
+	go func() { waits <- srv.lock(b, "a.job", 60) }()
+	testserver.Eventually(t, "b waiting", func() bool { return srv.waiters("a.job") == 1 })
+
+	r := run(t, nil, append([]string{"locks"}, at...)...)
+	expectCode(t, r, exitOK, "locks")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != 2 || !regexp.MustCompile(`^KEY +KIND +HELD BY +IDENTITY +LEASE LEFT +FENCE +QUEUE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^a\.job +lock +#\d+ http 127\.0\.0\.1 +team-a +\S+ +\S+ +1: #\d+ http 127\.0\.0\.1 as team-a( \(\S+\))?$`).MatchString(lines[1]) {
+		t.Fatalf("locks: want a header with IDENTITY and a row naming team-a twice:\n%s", r.stdout)
+	}
+	r = run(t, nil, append([]string{"locks", "--json"}, at...)...)
+	expectCode(t, r, exitOK, "locks --json")
+	var doc struct {
+		Keys []obsKey `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Keys) != 1 || len(doc.Keys[0].Holders) != 1 ||
+		doc.Keys[0].Holders[0].Client.Identity != "team-a" || len(doc.Keys[0].Waiters) != 1 || doc.Keys[0].Waiters[0].Client.Identity != "team-a" {
+		t.Fatalf("locks --json: %v\n%s", err, r.stdout)
+	}
+
+	// c and d each hold a key and wait for the other's.
+	c, d := srv.session(), srv.session()
+	if srv.lock(c, "a.x", 0) != 200 || srv.lock(d, "a.y", 0) != 200 {
+		t.Fatal("locks not granted")
+	}
+	go func() { waits <- srv.lock(c, "a.y", 60) }()
+	go func() { waits <- srv.lock(d, "a.x", 60) }()
+	testserver.Eventually(t, "both waiting", func() bool { return srv.waiters("a.x") == 1 && srv.waiters("a.y") == 1 })
+	var dl result
+	testserver.Eventually(t, "the deadlock reported", func() bool {
+		dl = run(t, nil, append([]string{"deadlocks"}, at...)...)
+		return dl.code == exitDeadlocks
+	})
+	for _, key := range []string{"a.x", "a.y"} {
+		want := `(?m)^  #\d+ http 127\.0\.0\.1 as team-a waits for lock "` + regexp.QuoteMeta(key) + `", held or queued ahead by #\d+ http 127\.0\.0\.1 as team-a$`
+		if !regexp.MustCompile(want).MatchString(dl.stdout) {
+			t.Errorf("deadlocks: no line %s in\n%s", want, dl.stdout)
+		}
+	}
+	r = run(t, nil, append([]string{"top"}, at...)...)
+	expectCode(t, r, exitOK, "top off a terminal")
+	if !regexp.MustCompile(`(?m)^DEADLOCK since \S+: 2 sessions \(team-a\) on "a\.[xy]", "a\.[xy]"$`).MatchString(r.stdout) {
+		t.Errorf("top: the deadlock without its identity:\n%s", r.stdout)
+	}
+	endSessions(t, srv, waits, a, b, c, d)
 }

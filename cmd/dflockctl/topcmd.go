@@ -57,6 +57,7 @@ type topWait struct {
 	Key      string `json:"key"`
 	Kind     string `json:"kind"`
 	Client   string `json:"client"`
+	Identity string `json:"identity,omitempty"` // with a policy: who it authenticated as
 	WaitedMs int64  `json:"waited_ms"`
 }
 
@@ -77,6 +78,10 @@ type topSnapshot struct {
 		Hold     topHistogram `json:"hold"`
 	} `json:"latency"`
 	Deadlocks []obsDeadlock `json:"deadlocks"`
+	// Identities: a client of /v1/keys carries a policy identity, so the
+	// waits show an IDENTITY column (in every refresh of a server with a
+	// policy, not only in those where someone waits).
+	Identities bool `json:"-"`
 }
 
 // top is "dflockctl top".
@@ -253,6 +258,7 @@ func (ob *observatory) snapshot() (*topSnapshot, error) {
 	if err := get("/v1/keys?kind=lock,semaphore,rwlock&limit=1000", &page); err != nil {
 		return nil, err
 	}
+	s.Identities = identified(page.Keys)
 	for _, k := range page.Keys {
 		if len(k.Holders) > 0 {
 			s.Held++
@@ -260,7 +266,7 @@ func (ob *observatory) snapshot() (*topSnapshot, error) {
 		s.Waiting += k.WaitersTotal
 		for _, w := range k.Waiters {
 			if w.WaitedMs != nil {
-				s.LongestWaits = append(s.LongestWaits, topWait{Key: k.Key, Kind: k.Kind, Client: w.Client.String(), WaitedMs: *w.WaitedMs})
+				s.LongestWaits = append(s.LongestWaits, topWait{Key: k.Key, Kind: k.Kind, Client: w.Client.String(), Identity: w.Client.Identity, WaitedMs: *w.WaitedMs})
 			}
 		}
 	}
@@ -306,7 +312,17 @@ func (s *topSnapshot) render(w, h int, now time.Time) []string {
 		for _, wt := range d.Waits {
 			keys = append(keys, strconv.Quote(wt.Key))
 		}
-		lines = append(lines, fmt.Sprintf("DEADLOCK since %s: %d sessions on %s", d.Since.Local().Format(time.TimeOnly), len(d.Sessions), strings.Join(keys, ", ")))
+		var ids []string // the sessions' identities, each once
+		for _, c := range d.Sessions {
+			if c.Identity != "" && !slices.Contains(ids, c.Identity) {
+				ids = append(ids, c.Identity)
+			}
+		}
+		who := ""
+		if len(ids) > 0 {
+			who = " (" + strings.Join(ids, ", ") + ")"
+		}
+		lines = append(lines, fmt.Sprintf("DEADLOCK since %s: %d sessions%s on %s", d.Since.Local().Format(time.TimeOnly), len(d.Sessions), who, strings.Join(keys, ", ")))
 	}
 	if len(s.Deadlocks) > 0 {
 		lines = append(lines, "")
@@ -337,9 +353,16 @@ func (s *topSnapshot) render(w, h int, now time.Time) []string {
 	} else {
 		lines = append(append(append(lines, left...), ""), right...)
 	}
-	lines = append(lines, "", fmt.Sprintf("%-28s %-10s %-28s %10s", "LONGEST WAITS", "KIND", "WAITER", "WAITED"))
-	for _, wt := range s.LongestWaits {
-		lines = append(lines, fmt.Sprintf("%-28s %-10s %-28s %10s", clip(wt.Key, 28), wt.Kind, clip(wt.Client, 28), fmtMs(wt.WaitedMs)))
+	if s.Identities { // 96 columns: within the 100 of a snapshot off a terminal
+		lines = append(lines, "", fmt.Sprintf("%-28s %-10s %-28s %-16s %10s", "LONGEST WAITS", "KIND", "WAITER", "IDENTITY", "WAITED"))
+		for _, wt := range s.LongestWaits {
+			lines = append(lines, fmt.Sprintf("%-28s %-10s %-28s %-16s %10s", clip(wt.Key, 28), wt.Kind, clip(wt.Client, 28), clip(cmp.Or(wt.Identity, "-"), 16), fmtMs(wt.WaitedMs)))
+		}
+	} else {
+		lines = append(lines, "", fmt.Sprintf("%-28s %-10s %-28s %10s", "LONGEST WAITS", "KIND", "WAITER", "WAITED"))
+		for _, wt := range s.LongestWaits {
+			lines = append(lines, fmt.Sprintf("%-28s %-10s %-28s %10s", clip(wt.Key, 28), wt.Kind, clip(wt.Client, 28), fmtMs(wt.WaitedMs)))
+		}
 	}
 	if len(s.LongestWaits) == 0 {
 		lines = append(lines, "(nobody waits)")

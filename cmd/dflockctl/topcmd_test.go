@@ -128,11 +128,52 @@ func TestTopSnapshot(t *testing.T) {
 		len(snap.LongestWaits) != 1 || snap.LongestWaits[0].Key != "hot/one" || !strings.Contains(snap.LongestWaits[0].Client, "http") {
 		t.Fatalf("top --json: %+v", snap)
 	}
+	if strings.Contains(r.stdout, "identity") {
+		t.Fatalf("top --json without a policy names an identity:\n%s", r.stdout)
+	}
 	r = run(t, nil, "top", at)
 	expectCode(t, r, exitOK, "top off a terminal")
+	if !regexp.MustCompile(`(?m)^LONGEST WAITS +KIND +WAITER +WAITED$`).MatchString(r.stdout) {
+		t.Fatalf("top off a terminal, without a policy: want no IDENTITY column:\n%s", r.stdout)
+	}
 	if !strings.Contains(r.stdout, "1 keys held, 1 waiting, 0 deadlocks") || !strings.Contains(r.stdout, "LONGEST WAITS") ||
 		!strings.Contains(r.stdout, "hot/one") || !regexp.MustCompile(`(?m)^hot/one +lock +1\b`).MatchString(r.stdout) {
 		t.Fatalf("top off a terminal:\n%s", r.stdout)
 	}
 	expectCode(t, run(t, nil, "top", at, "--interval", "0"), exitUsage, "top --interval 0")
+}
+
+// With a policy, top's waits name the identity each waiter authenticated
+// as, off a terminal as in --json (issue #35).
+func TestTopIdentities(t *testing.T) {
+	t.Parallel()
+	srv := startIdentityServer(t).as("tok-a")
+	at := []string{"--http=" + srv.addr, "--auth-token", "tok-a"}
+	a, b := srv.session(), srv.session()
+	if srv.lock(a, "a.hot", 0) != 200 {
+		t.Fatal("lock not granted")
+	}
+	waits := make(chan int, 1)
+	go func() { waits <- srv.lock(b, "a.hot", 60) }()
+	testserver.Eventually(t, "b waiting", func() bool { return srv.waiters("a.hot") == 1 })
+
+	r := run(t, nil, append([]string{"top"}, at...)...)
+	expectCode(t, r, exitOK, "top off a terminal")
+	if !strings.Contains(r.stdout, "1 keys held, 1 waiting, 0 deadlocks") ||
+		!regexp.MustCompile(`(?m)^LONGEST WAITS +KIND +WAITER +IDENTITY +WAITED$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^a\.hot +lock +#\d+ http 127\.0\.0\.1 +team-a +\S+$`).MatchString(r.stdout) {
+		t.Fatalf("top off a terminal: want the waiter's identity in its row:\n%s", r.stdout)
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if n := len([]rune(l)); n > 100 {
+			t.Errorf("top off a terminal: a line of %d columns, over 100: %q", n, l)
+		}
+	}
+	r = run(t, nil, append([]string{"top", "--json"}, at...)...)
+	expectCode(t, r, exitOK, "top --json")
+	var snap topSnapshot
+	if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil || len(snap.LongestWaits) != 1 || snap.LongestWaits[0].Identity != "team-a" {
+		t.Fatalf("top --json: %v\n%s", err, r.stdout)
+	}
+	endSessions(t, srv, waits, a, b)
 }
