@@ -116,16 +116,23 @@ func readAlertRules(t *testing.T) []alertRule {
 // tests (dflockd-alerts.test.yml), when Debian's prometheus package (or
 // any promtool) is installed; .ci/run installs it.
 func TestDistAlertRulesPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed (Debian package prometheus): the rules' syntax and unit tests are not checked")
-	}
+	promtool := lookPromtool(t)
 	for _, args := range [][]string{{"check", "rules", alertsFile}, {"test", "rules", alertTestsFile}} {
 		out, err := exitingCommand(t, promtool, args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "SUCCESS") {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// lookPromtool returns promtool's path, or skips the test saying why.
+func lookPromtool(t *testing.T) string {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian package prometheus; .ci/run installs it): not checked")
+	}
+	return promtool
 }
 
 // Every alert links to its own section of docs/runbook.md, and has unit
