@@ -144,16 +144,23 @@ func singleNodeMetrics(t *testing.T) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// clusterMemberMetrics scrapes a one-member cluster once it leads and has
-// timed a commit and an apply.
+// clusterMemberMetrics scrapes a one-member cluster with raft TLS once it
+// leads and has timed a commit and an apply.
 func clusterMemberMetrics(t *testing.T) map[string]*dto.MetricFamily {
 	client, raftAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(client)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
+	dir := t.TempDir()
+	ca := certtest.NewCA(t, "dflockd raft CA")
+	leaf := ca.Leaf(t, "n1")
+	certFile, keyFile := leaf.Write(t, dir)
+	caFile := filepath.Join(dir, "ca.pem")
+	certtest.WriteFile(t, caFile, ca.PEM())
 	cmd := exec.Command(binary(t), "--host", "127.0.0.1", "--port", port, "--http-port", httpPort,
-		"--raft-dir", filepath.Join(t.TempDir(), "n1"), "--node-id", "n1", "--raft-addr", raftAddr,
+		"--raft-dir", filepath.Join(dir, "n1"), "--node-id", "n1", "--raft-addr", raftAddr,
 		"--cluster-peers", "n1="+raftAddr+"@"+client, "--cluster-bootstrap",
-		"--raft-auth-token", strings.Repeat("k", 40), "--shutdown-timeout", "1")
+		"--raft-auth-token", strings.Repeat("k", 40), "--shutdown-timeout", "1",
+		"--raft-tls-cert", certFile, "--raft-tls-key", keyFile, "--raft-tls-ca", caFile)
 	proc := testserver.Spawn(t, cmd)
 	waitFor(t, "the member to say listening", func() bool { return strings.Contains(proc.Out.String(), "msg=listening") })
 	hc := &http.Client{Timeout: 10 * time.Second}
@@ -167,6 +174,10 @@ func clusterMemberMetrics(t *testing.T) map[string]*dto.MetricFamily {
 		return histogramCount(fams, "dflockd_raft_commit_duration_seconds") > 0 &&
 			histogramCount(fams, "dflockd_raft_apply_duration_seconds") > 0
 	})
+	if got, want := metricValue(fams, "dflockd_tls_certificate_expiry_timestamp_seconds", "certificate", "raft-tls-cert"),
+		float64(leaf.Cert.NotAfter.Unix()); got != want {
+		t.Errorf("dflockd_tls_certificate_expiry_timestamp_seconds{certificate=\"raft-tls-cert\"} = %v, want %v (the certificate's not_after)", got, want)
+	}
 	return fams
 }
 
