@@ -10,7 +10,8 @@
 // (session/latency.go). The exceptions are a cluster member's RaftEvents
 // (raft.go), observed as raft moves: once per leader change or per batch
 // of requests, never per request. dflockd_build_info (build.go) says
-// which binary runs.
+// which binary runs; dflockd_tls_certificate_expiry_timestamp_seconds
+// (tls.go) when its certificates run out.
 //
 // Names follow dflockd v2's /metrics where it has one (dflockd_ready,
 // dflockd_connections, dflockd_locks_held, dflockd_lock_waiters,
@@ -61,6 +62,10 @@ type Sources struct {
 	// want of file descriptors and the connections refused then
 	// (internal/fdguard).
 	FDExhausted, FDRefused func() uint64
+	// TLSNotAfter, by the flag that names a certificate ("tls-cert",
+	// "raft-tls-cert"), reads when the certificate in use expires
+	// (tls.go); a zero time leaves it out.
+	TLSNotAfter map[string]func() time.Time
 }
 
 // NewRegistry returns a registry with the server's collector and the Go
@@ -76,6 +81,9 @@ func NewRegistry(src Sources) *prometheus.Registry {
 	}
 	if src.Build.Version != "" {
 		reg.MustRegister(buildInfo(src.Build))
+	}
+	if len(src.TLSNotAfter) > 0 {
+		reg.MustRegister(newTLSExpiry(src.TLSNotAfter))
 	}
 	reg.MustRegister(collectors.NewGoCollector())
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -151,6 +151,15 @@ func hasPeer(peers []cluster.Peer, id string) bool {
 	return false
 }
 
+// certNotAfter is when the certificate of a raft TLS configuration
+// expires; zero for none.
+func certNotAfter(cfg *tls.Config) time.Time {
+	if cfg == nil || len(cfg.Certificates) == 0 || cfg.Certificates[0].Leaf == nil {
+		return time.Time{}
+	}
+	return cfg.Certificates[0].Leaf.NotAfter
+}
+
 // raftTLS returns the mutual TLS 1.3 configurations of the raft stream:
 // every peer presents a certificate signed by the CA and checks the
 // other's.
@@ -226,6 +235,9 @@ type clusterServer struct {
 	// raftEvents are the member's leader changes and commit and apply
 	// times, for /metrics (http.go).
 	raftEvents *metrics.RaftEvents
+	// raftCertNotAfter is when --raft-tls-cert expires (zero without
+	// raft TLS), for /metrics; the pair is read once, at startup.
+	raftCertNotAfter time.Time
 }
 
 // newClusterServer opens the node's storage, binds the raft listener
@@ -368,7 +380,8 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		fw.SetServer(srv)
 	}
 	return &clusterServer{log: log, node: node, storage: storage, hub: hub, srv: srv, serve: serve, raftEvents: events,
-		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{})}, nil
+		client: client, fw: fw, shutdown: cfg.ShutdownTimeout, shut: make(chan struct{}),
+		raftCertNotAfter: certNotAfter(serverTLS)}, nil
 }
 
 // serveNetconn serves the client listener and godistlock's, if any, on

@@ -133,6 +133,27 @@ type httpSources struct {
 	events *ratelog.Logger
 }
 
+// tlsNotAfter reads the expiry of each certificate the server presents,
+// for dflockd_tls_certificate_expiry_timestamp_seconds: --tls-cert's at
+// each scrape (a SIGHUP may have replaced it), --raft-tls-cert's as read
+// at startup.
+func tlsNotAfter(src httpSources) map[string]func() time.Time {
+	certs := map[string]func() time.Time{}
+	if st := src.certs; st != nil {
+		certs["tls-cert"] = func() time.Time {
+			if leaf := st.Certificate().Leaf; leaf != nil {
+				return leaf.NotAfter
+			}
+			return time.Time{}
+		}
+	}
+	if src.member != nil && !src.member.raftCertNotAfter.IsZero() {
+		notAfter := src.member.raftCertNotAfter
+		certs["raft-tls-cert"] = func() time.Time { return notAfter }
+	}
+	return certs
+}
+
 // newHTTPAPI builds the HTTP API of cfg over src.hub, with /metrics over
 // the whole server.
 func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
@@ -163,6 +184,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		Start:       src.start,
 		FDExhausted: src.guard.Exhausted,
 		FDRefused:   src.guard.Refused,
+		TLSNotAfter: tlsNotAfter(src),
 	})
 	acfg := httpapi.Config{
 		AuthToken:           cfg.AuthToken,
