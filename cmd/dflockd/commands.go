@@ -2,7 +2,8 @@ package main
 
 // The commands of the dflockd binary besides serving: "dflockd version",
 // "dflockd help" and "dflockd completion bash|zsh", the habits operators
-// bring from other tools. A command is the first argument; anything else
+// bring from other tools, "dflockd policy hash" and "dflockd health" (a
+// probe for containers, health.go). A command is the first argument; anything else
 // first is a flag, and the server starts.
 
 import (
@@ -30,6 +31,7 @@ func init() {
 			run: runVersion},
 		{name: "completion", usage: completionUsage, run: runCompletion},
 		{name: "policy", usage: policyUsage, run: runPolicy},
+		{name: "health", usage: healthUsage, run: runHealth},
 		{name: "help", usage: "usage: dflockd help [COMMAND]\n\nPrints the flags (as --help does), or a command's help.\n",
 			run: runHelp},
 	}

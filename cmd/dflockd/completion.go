@@ -40,7 +40,8 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 
 // fillCompletion puts the flag table into a script template: @COMMANDS@,
 // @FLAGS@ (every long flag) and @VALUEFLAGS@ (those taking a value) as
-// space-separated words, and @CASES@ as shell case arms, valid in bash
+// space-separated words, @HEALTHFLAGS@ and @HEALTHVALUEFLAGS@ likewise
+// for dflockd health (healthFlags), and @CASES@ as shell case arms, valid in bash
 // and zsh alike, setting kind (file, dir) or choices per flag.
 func fillCompletion(script string) string {
 	var flags, valueFlags, files, dirs, bools []string
@@ -79,6 +80,13 @@ func fillCompletion(script string) string {
 	for _, u := range unsupportedFlags {
 		add(u.flag, u.arg, u.isBool, nil)
 	}
+	var healthNames, healthValues []string
+	for _, f := range healthFlags {
+		healthNames = append(healthNames, "--"+f.name)
+		if f.value {
+			healthValues = append(healthValues, "--"+f.name)
+		}
+	}
 	cases := choices
 	if len(files) > 0 {
 		cases = append(cases, "        "+strings.Join(files, "|")+") kind=file ;;")
@@ -94,6 +102,8 @@ func fillCompletion(script string) string {
 		"@FLAGS@", strings.Join(flags, " "),
 		"@VALUEFLAGS@", strings.Join(valueFlags, " "),
 		"@CASES@", strings.Join(cases, "\n"),
+		"@HEALTHFLAGS@", strings.Join(healthNames, " "),
+		"@HEALTHVALUEFLAGS@", strings.Join(healthValues, " "),
 	).Replace(script)
 }
 
@@ -103,7 +113,9 @@ func fillCompletion(script string) string {
 // name before an = (bash splits "--compat=v" into "--compat", "=", "v";
 // zsh does not). A flag written with one dash counts as with two. Else
 // they offer the commands as the first word, a shell after "completion",
-// a command after "help", and the flags anywhere else.
+// a command after "help", health's flags after "health" (nothing after
+// one of them that takes a value: --compat's and --auth-token-file's are
+// the server flags' own), and the flags anywhere else.
 const bashCompletion = `# bash completion for dflockd: source <(dflockd completion bash)
 __dflockd_candidates() {
     local cur="$1"; shift
@@ -136,6 +148,7 @@ __dflockd_candidates() {
     case "$1" in
         completion) if [ $n -eq 1 ]; then compgen -W "bash zsh" -- "$cur"; fi; return ;;
         help) if [ $n -eq 1 ]; then compgen -W "@COMMANDS@" -- "$cur"; fi; return ;;
+        health) [[ " @HEALTHVALUEFLAGS@ " == *" $prev "* ]] || compgen -W "@HEALTHFLAGS@" -- "$cur"; return ;;
         version) return ;;
     esac
     compgen -W "@FLAGS@" -- "$cur"
@@ -176,6 +189,7 @@ __dflockd_candidates() {
     case "$1" in
         completion) (( n == 1 )) && reply=(bash zsh); return ;;
         help) (( n == 1 )) && reply=(@COMMANDS@); return ;;
+        health) [[ " @HEALTHVALUEFLAGS@ " == *" $prev "* ]] || reply=(@HEALTHFLAGS@); return ;;
         version) return ;;
     esac
     reply=(@FLAGS@)

@@ -69,7 +69,12 @@ func TestUsageCompletionScripts(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "cert.pem"), nil, 0o600)
 	os.Mkdir(filepath.Join(dir, "raft"), 0o700)
 	common := []completionCase{
-		{[]string{""}, []string{"version", "completion", "policy", "help"}},
+		{[]string{""}, []string{"version", "completion", "policy", "health", "help"}},
+		{[]string{"hea"}, []string{"health"}},
+		{[]string{"health", "--"}, []string{"--addr", "--http", "--timeout", "--compat", "--auth-token-file"}},
+		{[]string{"health", "--addr", ""}, nil},
+		{[]string{"health", "--addr", "h:1", "--t"}, []string{"--timeout"}},
+		{[]string{"health", "--compat", ""}, []string{"v2", "v1", "rf"}},
 		{[]string{"ver"}, []string{"version"}},
 		{[]string{"completion", ""}, []string{"bash", "zsh"}},
 		{[]string{"help", "c"}, []string{"completion"}},

@@ -13,13 +13,14 @@ import (
 )
 
 const usageHeader = `Usage: dflockd [flags]
-       dflockd version | completion bash|zsh | help [COMMAND]
+       dflockd version | health [FLAGS] | completion bash|zsh | help [COMMAND]
 
 dflockd-ng: a lock server compatible with dflockd v2.
 
-Commands: version prints the version; completion prints a shell completion
-script for every flag (source <(dflockd completion bash)); help prints this
-text, or a command's help.
+Commands: version prints the version; health asks a running server whether
+it answers (exit 0) or not (exit 1), for a container's HEALTHCHECK;
+completion prints a shell completion script for every flag (source <(dflockd
+completion bash)); help prints this text, or a command's help.
 
 Flags are written -flag or --flag, with the value as --flag=value or --flag value;
 booleans as --flag or --flag=false. Durations are whole seconds. A flag on the
