@@ -71,9 +71,9 @@ func TestUsageCompletionScripts(t *testing.T) {
 	common := []completionCase{
 		{[]string{""}, []string{"version", "completion", "policy", "health", "help"}},
 		{[]string{"hea"}, []string{"health"}},
-		{[]string{"health", "--"}, []string{"--addr", "--http", "--timeout", "--compat", "--auth-token-file"}},
+		{[]string{"health", "--"}, []string{"--addr", "--http", "--timeout", "--compat", "--auth-token-file", "--tls-cert"}},
 		{[]string{"health", "--addr", ""}, nil},
-		{[]string{"health", "--addr", "h:1", "--t"}, []string{"--timeout"}},
+		{[]string{"health", "--addr", "h:1", "--ti"}, []string{"--timeout"}},
 		{[]string{"health", "--compat", ""}, []string{"v2", "v1", "rf"}},
 		{[]string{"ver"}, []string{"version"}},
 		{[]string{"completion", ""}, []string{"bash", "zsh"}},
@@ -96,11 +96,13 @@ func TestUsageCompletionScripts(t *testing.T) {
 		{[]string{"--debug", "=", ""}, []string{"true", "false"}},
 		{[]string{"--tls-cert", dir + "/ce"}, []string{dir + "/cert.pem"}},
 		{[]string{"--raft-dir", dir + "/r"}, []string{dir + "/raft"}},
+		{[]string{"health", "--tls-cert", dir + "/ce"}, []string{dir + "/cert.pem"}},
 	}
 	zshOnly := []completionCase{
 		{[]string{"--debug=t"}, []string{"--debug=true"}},
 		{[]string{"--tls-cert", ""}, []string{"FILE"}}, // _files takes over
 		{[]string{"--raft-dir=x"}, []string{"DIR"}},
+		{[]string{"health", "--tls-cert", ""}, []string{"FILE"}},
 	}
 	for _, shell := range []string{"bash", "zsh"} {
 		t.Run(shell, func(t *testing.T) {

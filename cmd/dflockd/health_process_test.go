@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
 // healthRun runs "dflockd health args..." with only env for environment,
@@ -122,4 +124,32 @@ func TestHealthProcess(t *testing.T) {
 			t.Errorf("a probe that knew the profile sent a ping it does not know:\n%s", p.log.String())
 		}
 	}
+}
+
+// The probe against a server with TLS: over TLS when it has the server's
+// certificate (DFLOCKD_TLS_CERT, as the server reads it, or --tls-cert),
+// on the line port and the HTTP API alike; not healthy when it speaks
+// plain TCP to it, or the server presents another certificate.
+func TestHealthProcessTLS(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, httpPort, _ := net.SplitHostPort(httpAddr)
+	srv := startTLSProc(t, "--http-port", httpPort)
+	other, _ := certtest.NewCA(t, "another CA").Leaf(t, "other").Write(t, t.TempDir())
+
+	q := regexp.QuoteMeta
+	took := ` in [0-9.]+[µm]?s`
+	checkHealth(t, []healthCase{
+		{name: "TLS", env: []string{"DFLOCKD_TLS_CERT=" + srv.certFile}, args: []string{"--addr", srv.addr},
+			want: q("healthy: "+srv.addr+" answered ping") + took},
+		{name: "HTTPS", args: []string{"--tls-cert", srv.certFile, "--http", httpAddr},
+			want: q("healthy: GET https://"+httpAddr+"/health answered 200 OK") + took},
+
+		{name: "plain to TLS", args: []string{"--addr", srv.addr}, code: 1,
+			want: q("unhealthy: " + srv.addr + ": ping: the connection was closed without a reply" +
+				" (a server with TLS: DFLOCKD_TLS_CERT or --tls-cert; or at --max-connections)")},
+		{name: "another certificate", args: []string{"--tls-cert", other, "--addr", srv.addr}, code: 1,
+			want: q("unhealthy: " + srv.addr + ": TLS handshake: the server's certificate is not the one in " + other)},
+		{name: "not a certificate", args: []string{"--tls-cert", "/dev/null", "--addr", srv.addr}, code: 2,
+			want: q("dflockd: health: --tls-cert /dev/null: no PEM certificate in it (see dflockd health --help)")},
+	})
 }
