@@ -51,6 +51,10 @@ type Config struct {
 	// client IP address (Serve closes the others as they are accepted).
 	// 0 = no cap.
 	MaxSessions, MaxSessionsPerIP, MaxConnectionsPerIP int
+	// BodyReadTimeout bounds the reading of a request's body, from its
+	// headers on (--http-body-timeout); default 10 s. A body not whole by
+	// then fails the request, and its connection closes (body.go).
+	BodyReadTimeout time.Duration
 	// RateLimitPerIP is the requests a second each client IP address may
 	// make (a token bucket; 0 = no limit), RateLimitBurst the bucket's
 	// size (0 = the rate, rounded up). /health and /ready are exempt.
@@ -148,6 +152,9 @@ func New(hub *session.Hub, cfg Config) *API {
 	if cfg.SessionIdleTimeout <= 0 {
 		cfg.SessionIdleTimeout = defaultIdleTimeout
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = defaultBodyReadTimeout
+	}
 	if cfg.SSEPingInterval <= 0 {
 		cfg.SSEPingInterval = defaultSSEPing
 	}
@@ -190,6 +197,7 @@ func New(hub *session.Hub, cfg Config) *API {
 	if a.metrics != nil || cfg.AccessLog != nil {
 		a.handler = a.withObservation(a.handler)
 	}
+	a.handler = a.withBodyDeadline(a.handler) // first: whatever answers, the body is bounded
 	a.timers.driver.Start()
 	return a
 }

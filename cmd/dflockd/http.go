@@ -45,7 +45,10 @@ type HTTPConfig struct {
 	SessionIdleTimeout time.Duration
 	// SSEPingInterval: --http-sse-ping-interval, DFLOCKD_HTTP_SSE_PING_S,
 	// 15 s: the keep-alive comment period of the SSE streams; 0 = none.
-	SSEPingInterval  time.Duration
+	SSEPingInterval time.Duration
+	// BodyTimeout: --http-body-timeout, DFLOCKD_HTTP_BODY_TIMEOUT_S, 10 s,
+	// >= 1 s: how long after its headers a request's body must be whole.
+	BodyTimeout      time.Duration
 	MaxSessions      int // --http-max-sessions, 0 = no cap
 	MaxSessionsPerIP int // --http-max-sessions-per-ip, 0 = no cap
 	MaxConnsPerIP    int // --http-max-connections-per-ip, 0 = no cap
@@ -170,6 +173,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		MetricsOpen:         cfg.HTTP.MetricsAuth == metricsAuthNone,
 		SessionIdleTimeout:  cfg.HTTP.SessionIdleTimeout,
 		SSEPingInterval:     cfg.HTTP.SSEPingInterval,
+		BodyReadTimeout:     cfg.HTTP.BodyTimeout,
 		NoSSEPing:           cfg.HTTP.SSEPingInterval == 0,
 		MaxSessions:         cfg.HTTP.MaxSessions,
 		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
