@@ -69,7 +69,7 @@ func TestConfigDefaults(t *testing.T) {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  "v2",
 		LogFormat:               "text",
-		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second, BodyTimeout: 10 * time.Second},
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second, BodyTimeout: 10 * time.Second, MaxStreamsPerIP: 8},
 		Cluster:                 ClusterConfig{Loops: true},
 	}
 	if got := DefaultConfig(); got != want {
@@ -125,6 +125,7 @@ var mapping = []struct {
 	{"http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "1000", func(c *Config) { c.HTTP.MaxSessions = 1000 }},
 	{"http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "20", func(c *Config) { c.HTTP.MaxSessionsPerIP = 20 }},
 	{"http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "30", func(c *Config) { c.HTTP.MaxConnsPerIP = 30 }},
+	{"http-max-streams-per-ip", "DFLOCKD_HTTP_MAX_STREAMS_PER_IP", "3", func(c *Config) { c.HTTP.MaxStreamsPerIP = 3 }},
 	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "100", func(c *Config) { c.HTTP.RateLimitPerIP = 100 }},
 	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "200", func(c *Config) { c.HTTP.RateLimitBurst = 200 }},
 	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "https://a.example, *", func(c *Config) { c.HTTP.CORSAllowedOrigins = "https://a.example, *" }},
@@ -189,7 +190,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"auto-release-on-disconnect": "true", "debug": "false", "auth-token": "other",
 		"fence-state-file": "/tmp/other", "compat": "V2", "loops": "2",
 		"godistlock-port": "7002", "max-connections-per-ip": "21", "log-format": "text", "cpu-profile": "/tmp/other.pprof",
-		"http-port": "7003", "http-host": "10.0.0.2", "http-session-idle-timeout": "22", "http-body-timeout": "28",
+		"http-port": "7003", "http-host": "10.0.0.2", "http-session-idle-timeout": "22", "http-body-timeout": "28", "http-max-streams-per-ip": "29",
 		"http-max-sessions": "23", "http-max-sessions-per-ip": "24", "http-max-connections-per-ip": "25",
 		"http-rate-limit-per-ip": "26", "http-rate-limit-burst": "27", "http-cors-allowed-origins": "https://b.example",
 	}
@@ -747,6 +748,7 @@ func TestConfigHelpText(t *testing.T) {
 		{"--http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "0"},
 		{"--http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "0"},
 		{"--http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "0"},
+		{"--http-max-streams-per-ip", "DFLOCKD_HTTP_MAX_STREAMS_PER_IP", "8"},
 		{"--http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "0"},
 		{"--http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "0"},
 		{"--http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "unset"},

@@ -52,6 +52,7 @@ type HTTPConfig struct {
 	MaxSessions      int // --http-max-sessions, 0 = no cap
 	MaxSessionsPerIP int // --http-max-sessions-per-ip, 0 = no cap
 	MaxConnsPerIP    int // --http-max-connections-per-ip, 0 = no cap
+	MaxStreamsPerIP  int // --http-max-streams-per-ip, 8, 0 = no cap
 	RateLimitPerIP   int // --http-rate-limit-per-ip: requests a second, 0 = no limit
 	RateLimitBurst   int // --http-rate-limit-burst, 0 = the rate
 	// CORSAllowedOrigins: --http-cors-allowed-origins, comma-separated,
@@ -178,6 +179,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		MaxSessions:         cfg.HTTP.MaxSessions,
 		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
 		MaxConnectionsPerIP: cfg.HTTP.MaxConnsPerIP,
+		MaxStreamsPerIP:     streamsPerIP(cfg.HTTP.MaxStreamsPerIP),
 		RateLimitPerIP:      float64(cfg.HTTP.RateLimitPerIP),
 		RateLimitBurst:      cfg.HTTP.RateLimitBurst,
 		CORSAllowedOrigins:  corsOrigins(cfg.HTTP.CORSAllowedOrigins),
@@ -201,6 +203,15 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	}
 	api = httpapi.New(src.hub, acfg)
 	return api
+}
+
+// streamsPerIP is --http-max-streams-per-ip as httpapi takes it: there 0
+// is its default, and no cap is negative.
+func streamsPerIP(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // statsDocument returns GET /v1/stats: the document the line protocol's
