@@ -366,9 +366,15 @@ func (a *API) newSSEWriter(w http.ResponseWriter, r *http.Request) *sseWriter {
 func (o *sseWriter) line(s string) { o.buf = append(o.buf, s...) }
 
 // ping queues the keep-alive comment; false, to end the stream, when the
-// reader took nothing since the last one (peerProbe).
+// reader took nothing since the last one (peerProbe). Its connection is
+// then closed at once: net/http would keep it for a next request, idle,
+// holding a descriptor for a peer that is gone. (HTTP/2 cannot hand a
+// connection over; there the stream alone ends.)
 func (o *sseWriter) ping() bool {
 	if o.probe.stalled() {
+		if c, _, err := o.rc.Hijack(); err == nil {
+			c.Close()
+		}
 		return false
 	}
 	o.line(": ping\n\n")

@@ -60,6 +60,8 @@ func TestIdleStreamsDoNotLockOutOthers(t *testing.T) {
 func TestStreamThatTakesNothingFreesItsPlace(t *testing.T) {
 	p := startHTTPProc(t, "--http-sse-ping-interval", "1", "--http-max-streams-per-ip", "1")
 	addr := strings.TrimPrefix(p.base, "http://")
+	pid := p.cmd.Process.Pid
+	base := openFDs(t, pid)
 	open := func(control func(string, string, syscall.RawConn) error) (net.Conn, int) {
 		t.Helper()
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}, Timeout: 10 * time.Second, Control: control}
@@ -100,15 +102,28 @@ func TestStreamThatTakesNothingFreesItsPlace(t *testing.T) {
 	}
 	start := time.Now()
 	status := 0
+	var live net.Conn
 	for end := start.Add(30 * time.Second); status != http.StatusOK && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		var c net.Conn
-		c, status = open(nil)
+		live, status = open(nil)
 		if status != http.StatusOK {
-			c.Close()
+			live.Close()
 		}
 	}
 	if status != http.StatusOK {
 		t.Fatalf("the place of a stream that takes nothing never came back (last: %d)", status)
 	}
 	t.Logf("the place came back after %v (pings every 1 s)", time.Since(start).Round(100*time.Millisecond))
+	// And its connection is closed, not kept for a next request: with
+	// the live stream and the client's own connections closed, the
+	// server is back to its descriptors before.
+	live.Close()
+	p.hc.CloseIdleConnections()
+	now, closing := openFDs(t, pid), time.Now()
+	for end := time.Now().Add(30 * time.Second); now > base && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		now = openFDs(t, pid)
+	}
+	if now > base {
+		t.Fatalf("%d descriptors open, %d before the stream that takes nothing: its connection is kept", now, base)
+	}
+	t.Logf("descriptors back to %d after %v", now, time.Since(closing).Round(100*time.Millisecond))
 }
