@@ -51,6 +51,14 @@ type Config struct {
 	// client IP address (Serve closes the others as they are accepted).
 	// 0 = no cap.
 	MaxSessions, MaxSessionsPerIP, MaxConnectionsPerIP int
+	// MaxStreamsPerIP caps the SSE streams of one client IP address on
+	// each stream route (/v1/events, /v1/signals; each admits 64 in all):
+	// 0 = 8, < 0 = no cap but the route's (streams.go).
+	MaxStreamsPerIP int
+	// BodyReadTimeout bounds the reading of a request's body, from its
+	// headers on (--http-body-timeout); default 10 s. A body not whole by
+	// then fails the request, and its connection closes (body.go).
+	BodyReadTimeout time.Duration
 	// RateLimitPerIP is the requests a second each client IP address may
 	// make (a token bucket; 0 = no limit), RateLimitBurst the bucket's
 	// size (0 = the rate, rounded up). /health and /ready are exempt.
@@ -130,10 +138,11 @@ type API struct {
 	// (eventstream.go, deadlocks.go).
 	events    *eventStream
 	deadlocks *deadlockMonitor
-	// signalStreams counts the open GET /v1/signals streams (signals.go),
-	// at most maxStreams.
-	signalStreams atomic.Int32
-	srv           struct {
+	// The open streams of GET /v1/events and GET /v1/signals
+	// (streams.go); streamsPerIP is their per-address cap (0: none).
+	eventSlots, signalSlots streamSlots
+	streamsPerIP            int
+	srv                     struct {
 		sync.Mutex
 		s *http.Server
 	}
@@ -147,6 +156,12 @@ type API struct {
 func New(hub *session.Hub, cfg Config) *API {
 	if cfg.SessionIdleTimeout <= 0 {
 		cfg.SessionIdleTimeout = defaultIdleTimeout
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = defaultBodyReadTimeout
+	}
+	if cfg.MaxStreamsPerIP == 0 {
+		cfg.MaxStreamsPerIP = defaultMaxStreamsPerIP
 	}
 	if cfg.SSEPingInterval <= 0 {
 		cfg.SSEPingInterval = defaultSSEPing
@@ -163,6 +178,8 @@ func New(hub *session.Hub, cfg Config) *API {
 		stop:   make(chan struct{}),
 	}
 	a.sessions.init()
+	a.streamsPerIP = max(cfg.MaxStreamsPerIP, 0)
+	a.eventSlots.perIP, a.signalSlots.perIP = a.streamsPerIP, a.streamsPerIP
 	if cfg.AuthToken != "" {
 		a.tokenSum = sha256.Sum256([]byte(cfg.AuthToken))
 	}
@@ -190,6 +207,7 @@ func New(hub *session.Hub, cfg Config) *API {
 	if a.metrics != nil || cfg.AccessLog != nil {
 		a.handler = a.withObservation(a.handler)
 	}
+	a.handler = a.withBodyDeadline(a.handler) // first: whatever answers, the body is bounded
 	a.timers.driver.Start()
 	return a
 }
@@ -322,7 +340,9 @@ func (a *API) newServer() *http.Server {
 		Handler:           a,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleConnTimeout,
-		ErrorLog:          log.New(logfWriter(a.cfg.Logf), "httpapi: ", 0),
+		// The streams' peer probes reach the socket through it (streams.go).
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ErrorLog:    log.New(logfWriter(a.cfg.Logf), "httpapi: ", 0),
 	}
 }
 

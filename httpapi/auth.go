@@ -15,7 +15,8 @@ import (
 // one that takes no lock. A request without the right token waits
 // authFailDelay, then gets 401: that makes guessing slow. The wait is a
 // node of the API's timer wheel and holds only the request's own
-// goroutine; it ends early if the client leaves.
+// goroutine; it ends early if the client leaves. The body of a refused
+// request is not read: the 401 closes the connection (closeUnread).
 func (a *API) withAuth(next http.Handler) http.Handler {
 	if a.hub.Policy() != nil {
 		return a.withIdentity(next)
@@ -66,6 +67,7 @@ func (a *API) refuse(w http.ResponseWriter, r *http.Request, challenge string) {
 	if challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
+	closeUnread(w, r)
 	writeError(w, http.StatusUnauthorized, codeUnauthorized, "")
 }
 

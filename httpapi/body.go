@@ -20,10 +20,46 @@ const (
 	// maxField is the line cap of the TCP protocol, applied to keys and
 	// tokens so that whatever HTTP accepts, TCP could say too.
 	maxField = 256
-	// bodyReadTimeout bounds a client that sends its body slowly (the
-	// server has no whole-request timeout: see readHeaderTimeout).
-	bodyReadTimeout = 10 * time.Second
+	// defaultBodyReadTimeout bounds a client that sends its body slowly
+	// (--http-body-timeout; the server has no whole-request timeout: see
+	// readHeaderTimeout). A valid body is under 1 KiB: 10 s is ample on
+	// any link that can hold a lock.
+	defaultBodyReadTimeout = 10 * time.Second
 )
+
+// withBodyDeadline bounds the reading of a request's body: a request that
+// declares one (Content-Length, or chunked) must have sent it whole within
+// Config.BodyReadTimeout of its headers. Without the bound, a client that
+// stops sending holds its connection, and so a descriptor and a goroutine,
+// for ever: net/http reads what a handler left unread before it answers
+// or reuses the connection, and that read had no deadline. readJSON lifts
+// the deadline once the body is read (a call may then rightly wait); a
+// handler that never reads the body leaves it to bound net/http's read.
+func (a *API) withBodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // -1: chunked, length unknown
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.cfg.BodyReadTimeout)) // unsupported: no deadline
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// closeUnread answers r on a connection that then closes without reading
+// what remains of r's body: for a request refused before its body
+// matters (a failed authentication), so that a client that never sends
+// its body is not waited for.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return // no body: the connection can serve the next request
+	}
+	// "Connection: close" makes net/http send the answer without first
+	// reading the body, and a deadline already passed makes its last
+	// read, before it closes, fail at once (what net/http has already
+	// buffered is still taken, so a body that came whole is not lost to
+	// a reset).
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
 
 // Request bodies, one per kind of call. Seconds are whole seconds; a lease
 // of 0 (or none) is the server's default.
@@ -116,14 +152,21 @@ func readRequest(w http.ResponseWriter, r *http.Request, op vocab.Op) (vocab.Req
 // readJSON decodes r's body into v: one JSON object, no unknown field, at
 // most maxBody bytes. optional lets the body be empty. It returns what is
 // wrong with the body, or "".
+//
+// The body must come within withBodyDeadline's deadline. A body that
+// fails to (or is too large, or is cut) leaves the connection to close
+// once answered, with the deadline still on: what is left of it must not
+// be read as the next request, nor waited for.
 func readJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) string {
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	// No deadline while the call waits: net/http reads the connection in
-	// the background to notice a client that goes away, and a deadline
-	// there would end the call as if it had.
-	rc.SetReadDeadline(time.Time{})
+	if err == nil {
+		// No deadline while the call waits: net/http reads the
+		// connection in the background to notice a client that goes
+		// away, and a deadline there would end the call as if it had.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	} else {
+		w.Header().Set("Connection", "close")
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -20,10 +20,12 @@ func newCORSPolicy(origins []string) *corsPolicy {
 	return p
 }
 
-// What an allowed origin may do, as dflockd answers it.
+// What an allowed origin may do, as dflockd answers it, and the admin
+// routes' header besides (cluster membership, the observatory's force
+// release): without it a page holding the admin token could not call them.
 const (
 	corsMethods = "GET, POST, DELETE, OPTIONS"
-	corsHeaders = "Authorization, Content-Type, X-Dflockd-Session"
+	corsHeaders = "Authorization, Content-Type, X-Dflockd-Session, " + adminHeader
 	corsMaxAge  = "300" // seconds a browser may cache a preflight
 )
 

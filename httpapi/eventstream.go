@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -43,7 +44,8 @@ const (
 	// subscriberBuffer is how far a reader may fall behind before it is
 	// cut off: a few polls' worth of a busy server.
 	subscriberBuffer = 1024
-	// maxStreams bounds the open streams (each a goroutine and a queue).
+	// maxStreams bounds the open streams of each route (each a goroutine
+	// and a queue); streamSlots also caps each address's share.
 	maxStreams = 64
 	// defaultSSEPing is the period of the comment line that keeps proxies
 	// from closing a quiet stream (dflockd's --http-sse-ping-interval).
@@ -356,6 +358,12 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id") // for clients that cannot set headers
 	}
+	ip := clientIP(r)
+	if ok, perIP := a.eventSlots.take(ip); !ok {
+		a.refuseStream(w, "event", perIP)
+		return
+	}
+	defer a.eventSlots.give(ip)
 	sub, backlog, reset, ok := a.events.subscribe(prefix, last)
 	if !ok {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "too many event streams are open")
@@ -367,7 +375,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), a: a}
+	out := a.newSSEWriter(w, r)
 	out.line("retry: 2000\n\n")
 	if reset {
 		out.line("event: reset\ndata: {}\n\n")
@@ -390,7 +398,9 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case <-ping.C:
-			out.line(": ping\n\n")
+			if !out.ping() {
+				return // the reader took nothing since the last ping
+			}
 		case <-sub.cut:
 			return // the client reconnects with its Last-Event-ID
 		case <-r.Context().Done():
@@ -412,14 +422,45 @@ func (a *API) sseTicker() *time.Ticker {
 
 // sseWriter writes a stream's frames; the first failed write ends it.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	a   *API
-	buf []byte
-	err error
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	a     *API
+	probe *peerProbe // nil: none
+	buf   []byte
+	err   error
+	// pinged: the buffer holds a ping, after which the probe marks.
+	pinged bool
+}
+
+// newSSEWriter writes r's stream to w, probing its peer at each ping.
+func (a *API) newSSEWriter(w http.ResponseWriter, r *http.Request) *sseWriter {
+	o := &sseWriter{w: w, rc: http.NewResponseController(w), a: a}
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		if sock := socketOf(c); sock != nil {
+			o.probe = newPeerProbe(sock)
+		}
+	}
+	return o
 }
 
 func (o *sseWriter) line(s string) { o.buf = append(o.buf, s...) }
+
+// ping queues the keep-alive comment; false, to end the stream, when the
+// reader took nothing since the last one (peerProbe). Its connection is
+// then closed at once: net/http would keep it for a next request, idle,
+// holding a descriptor for a peer that is gone. (HTTP/2 cannot hand a
+// connection over; there the stream alone ends.)
+func (o *sseWriter) ping() bool {
+	if o.probe.stalled() {
+		if c, _, err := o.rc.Hijack(); err == nil {
+			c.Close()
+		}
+		return false
+	}
+	o.line(": ping\n\n")
+	o.pinged = true
+	return true
+}
 
 func (o *sseWriter) event(e streamEvent) {
 	v := o.a.view()
@@ -447,6 +488,10 @@ func (o *sseWriter) flush() bool {
 			o.err = o.rc.Flush()
 		}
 		o.buf = o.buf[:0]
+		if o.pinged && o.err == nil {
+			o.probe.mark()
+		}
+		o.pinged = false
 	}
 	return o.err == nil
 }

@@ -26,6 +26,7 @@ const (
 	codeMaxWaiters       = "max_waiters"
 	codeMaxSessions      = "max_sessions"
 	codeMaxSessionsPerIP = "max_sessions_per_ip"
+	codeMaxStreamsPerIP  = "max_streams_per_ip"
 	codeDraining         = "draining"
 	codeFencePersistence = "fence_persistence"
 	// codeTypeMismatch is not in dflockd v2's map: its HTTP API cannot

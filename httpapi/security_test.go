@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -204,6 +205,29 @@ func TestConnectionsPerIP(t *testing.T) {
 	})
 }
 
+// TestCORSAdminPreflight: a page with the admin token can call the admin
+// routes (cluster membership, the observatory's force release): their
+// preflight allows every header such a call sends.
+func TestCORSAdminPreflight(t *testing.T) {
+	const app = "https://app.example"
+	ts := newServer(t, setup{cfg: Config{CORSAllowedOrigins: []string{app}, AuthToken: "tok", AdminToken: "adm"}})
+	for _, path := range []string{"/v1/admin/voters", "/v1/admin/voters/n2", "/v1/admin/locks/k/release"} {
+		r := ts.send(req{method: "OPTIONS", path: path, header: map[string]string{
+			"Origin": app, "Access-Control-Request-Method": "POST",
+			"Access-Control-Request-Headers": "authorization,content-type,x-dflockd-admin"}})
+		expect(t, "preflight of "+path, r, 204, "")
+		allowed := map[string]bool{}
+		for _, h := range strings.Split(r.header.Get("Access-Control-Allow-Headers"), ",") {
+			allowed[strings.ToLower(strings.TrimSpace(h))] = true
+		}
+		for _, h := range []string{"authorization", "content-type", "x-dflockd-admin"} {
+			if !allowed[h] {
+				t.Errorf("preflight of %s: Access-Control-Allow-Headers %q lacks %s", path, r.header.Get("Access-Control-Allow-Headers"), h)
+			}
+		}
+	}
+}
+
 func TestCORS(t *testing.T) {
 	const app = "https://app.example"
 	ts := newServer(t, setup{cfg: Config{CORSAllowedOrigins: []string{app}, AuthToken: "tok"}})
@@ -217,7 +241,7 @@ func TestCORS(t *testing.T) {
 	want := map[string]string{
 		"Access-Control-Allow-Origin":  app,
 		"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
-		"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Dflockd-Session",
+		"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Dflockd-Session, X-Dflockd-Admin",
 		"Access-Control-Max-Age":       "300",
 		"Vary":                         "Origin",
 	}

@@ -82,12 +82,12 @@ func (a *API) streamSignals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "pattern or group: "+err.Error())
 		return
 	}
-	if a.signalStreams.Add(1) > maxStreams {
-		a.signalStreams.Add(-1)
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "too many signal streams are open")
+	ip := clientIP(r)
+	if ok, perIP := a.signalSlots.take(ip); !ok {
+		a.refuseStream(w, "signal", perIP)
 		return
 	}
-	defer a.signalStreams.Add(-1)
+	defer a.signalSlots.give(ip)
 
 	ep := &signalEndpoint{ch: make(chan engine.Push, signalBuffer), cut: make(chan struct{}), answer: make(chan engine.Result, 1)}
 	id := a.hub.OpenEndpoint(ep)
@@ -119,7 +119,7 @@ func (a *API) streamSignals(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), a: a}
+	out := a.newSSEWriter(w, r)
 	// A cut interrupts the write a reader that does not read blocks, and
 	// closes the session at once, so that no more pushes are queued for it.
 	stopWatch := make(chan struct{})
@@ -148,7 +148,9 @@ func (a *API) streamSignals(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case <-ping.C:
-			out.line(": ping\n\n")
+			if !out.ping() {
+				return // the reader took nothing since the last ping
+			}
 		case <-ep.cut:
 			return
 		case <-r.Context().Done():

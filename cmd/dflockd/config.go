@@ -120,7 +120,7 @@ func DefaultConfig() Config {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  compatV2,
 		LogFormat:               "text",
-		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second},
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second, BodyTimeout: 10 * time.Second, MaxStreamsPerIP: 8},
 		Cluster:                 ClusterConfig{Loops: true},
 	}
 }

@@ -69,7 +69,7 @@ func TestConfigDefaults(t *testing.T) {
 		AutoReleaseOnDisconnect: true,
 		Compat:                  "v2",
 		LogFormat:               "text",
-		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second},
+		HTTP:                    HTTPConfig{SessionIdleTimeout: 20 * time.Second, SSEPingInterval: 15 * time.Second, BodyTimeout: 10 * time.Second, MaxStreamsPerIP: 8},
 		Cluster:                 ClusterConfig{Loops: true},
 	}
 	if got := DefaultConfig(); got != want {
@@ -120,10 +120,12 @@ var mapping = []struct {
 	{"loops", "DFLOCKD_LOOPS", "4", func(c *Config) { c.Loops = 4 }},
 	{"http-port", "DFLOCKD_HTTP_PORT", "6389", func(c *Config) { c.HTTP.Port = 6389 }},
 	{"http-host", "DFLOCKD_HTTP_HOST", "0.0.0.0", func(c *Config) { c.HTTP.Host = "0.0.0.0" }},
+	{"http-body-timeout", "DFLOCKD_HTTP_BODY_TIMEOUT_S", "3", func(c *Config) { c.HTTP.BodyTimeout = 3 * time.Second }},
 	{"http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S", "45", func(c *Config) { c.HTTP.SessionIdleTimeout = 45 * time.Second }},
 	{"http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "1000", func(c *Config) { c.HTTP.MaxSessions = 1000 }},
 	{"http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "20", func(c *Config) { c.HTTP.MaxSessionsPerIP = 20 }},
 	{"http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "30", func(c *Config) { c.HTTP.MaxConnsPerIP = 30 }},
+	{"http-max-streams-per-ip", "DFLOCKD_HTTP_MAX_STREAMS_PER_IP", "3", func(c *Config) { c.HTTP.MaxStreamsPerIP = 3 }},
 	{"http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "100", func(c *Config) { c.HTTP.RateLimitPerIP = 100 }},
 	{"http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "200", func(c *Config) { c.HTTP.RateLimitBurst = 200 }},
 	{"http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "https://a.example, *", func(c *Config) { c.HTTP.CORSAllowedOrigins = "https://a.example, *" }},
@@ -188,7 +190,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"auto-release-on-disconnect": "true", "debug": "false", "auth-token": "other",
 		"fence-state-file": "/tmp/other", "compat": "V2", "loops": "2",
 		"godistlock-port": "7002", "max-connections-per-ip": "21", "log-format": "text", "cpu-profile": "/tmp/other.pprof",
-		"http-port": "7003", "http-host": "10.0.0.2", "http-session-idle-timeout": "22",
+		"http-port": "7003", "http-host": "10.0.0.2", "http-session-idle-timeout": "22", "http-body-timeout": "28", "http-max-streams-per-ip": "29",
 		"http-max-sessions": "23", "http-max-sessions-per-ip": "24", "http-max-connections-per-ip": "25",
 		"http-rate-limit-per-ip": "26", "http-rate-limit-burst": "27", "http-cors-allowed-origins": "https://b.example",
 	}
@@ -741,10 +743,12 @@ func TestConfigHelpText(t *testing.T) {
 		{"--auth-token-file", "DFLOCKD_AUTH_TOKEN_FILE", "unset"},
 		{"--http-port", "DFLOCKD_HTTP_PORT", "0"},
 		{"--http-host", "DFLOCKD_HTTP_HOST", "--host"},
+		{"--http-body-timeout", "DFLOCKD_HTTP_BODY_TIMEOUT_S", "10"},
 		{"--http-session-idle-timeout", "DFLOCKD_HTTP_SESSION_IDLE_S", "20"},
 		{"--http-max-sessions", "DFLOCKD_HTTP_MAX_SESSIONS", "0"},
 		{"--http-max-sessions-per-ip", "DFLOCKD_HTTP_MAX_SESSIONS_PER_IP", "0"},
 		{"--http-max-connections-per-ip", "DFLOCKD_HTTP_MAX_CONNECTIONS_PER_IP", "0"},
+		{"--http-max-streams-per-ip", "DFLOCKD_HTTP_MAX_STREAMS_PER_IP", "8"},
 		{"--http-rate-limit-per-ip", "DFLOCKD_HTTP_RATE_LIMIT_PER_IP", "0"},
 		{"--http-rate-limit-burst", "DFLOCKD_HTTP_RATE_LIMIT_BURST", "0"},
 		{"--http-cors-allowed-origins", "DFLOCKD_HTTP_CORS_ALLOWED_ORIGINS", "unset"},
@@ -887,6 +891,7 @@ func TestConfigHTTP(t *testing.T) {
 	wantErr(t, []string{"--http-port=65536"}, nil, "--http-port must be an integer in 0..65535")
 	wantErr(t, nil, map[string]string{"DFLOCKD_HTTP_PORT": "http"}, "DFLOCKD_HTTP_PORT must be an integer in 0..65535")
 	wantErr(t, []string{"--http-session-idle-timeout=-1"}, nil, "--http-session-idle-timeout must be an integer number of seconds in 0..9223372036")
+	wantErr(t, []string{"--http-body-timeout=0"}, nil, "--http-body-timeout must be an integer number of seconds in 1..9223372036")
 	wantErr(t, []string{"--http-max-sessions=-1"}, nil, "--http-max-sessions must be an integer >= 0")
 	// Integers, as dflockd v2's flag.Int.
 	wantErr(t, []string{"--http-rate-limit-per-ip=0.5"}, nil, "--http-rate-limit-per-ip must be an integer >= 0")

@@ -45,10 +45,14 @@ type HTTPConfig struct {
 	SessionIdleTimeout time.Duration
 	// SSEPingInterval: --http-sse-ping-interval, DFLOCKD_HTTP_SSE_PING_S,
 	// 15 s: the keep-alive comment period of the SSE streams; 0 = none.
-	SSEPingInterval  time.Duration
+	SSEPingInterval time.Duration
+	// BodyTimeout: --http-body-timeout, DFLOCKD_HTTP_BODY_TIMEOUT_S, 10 s,
+	// >= 1 s: how long after its headers a request's body must be whole.
+	BodyTimeout      time.Duration
 	MaxSessions      int // --http-max-sessions, 0 = no cap
 	MaxSessionsPerIP int // --http-max-sessions-per-ip, 0 = no cap
 	MaxConnsPerIP    int // --http-max-connections-per-ip, 0 = no cap
+	MaxStreamsPerIP  int // --http-max-streams-per-ip, 8, 0 = no cap
 	RateLimitPerIP   int // --http-rate-limit-per-ip: requests a second, 0 = no limit
 	RateLimitBurst   int // --http-rate-limit-burst, 0 = the rate
 	// CORSAllowedOrigins: --http-cors-allowed-origins, comma-separated,
@@ -192,10 +196,12 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		MetricsOpen:         cfg.HTTP.MetricsAuth == metricsAuthNone,
 		SessionIdleTimeout:  cfg.HTTP.SessionIdleTimeout,
 		SSEPingInterval:     cfg.HTTP.SSEPingInterval,
+		BodyReadTimeout:     cfg.HTTP.BodyTimeout,
 		NoSSEPing:           cfg.HTTP.SSEPingInterval == 0,
 		MaxSessions:         cfg.HTTP.MaxSessions,
 		MaxSessionsPerIP:    cfg.HTTP.MaxSessionsPerIP,
 		MaxConnectionsPerIP: cfg.HTTP.MaxConnsPerIP,
+		MaxStreamsPerIP:     streamsPerIP(cfg.HTTP.MaxStreamsPerIP),
 		RateLimitPerIP:      float64(cfg.HTTP.RateLimitPerIP),
 		RateLimitBurst:      cfg.HTTP.RateLimitBurst,
 		CORSAllowedOrigins:  corsOrigins(cfg.HTTP.CORSAllowedOrigins),
@@ -219,6 +225,15 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 	}
 	api = httpapi.New(src.hub, acfg)
 	return api
+}
+
+// streamsPerIP is --http-max-streams-per-ip as httpapi takes it: there 0
+// is its default, and no cap is negative.
+func streamsPerIP(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // statsDocument returns GET /v1/stats: the document the line protocol's
