@@ -101,6 +101,20 @@ func (t *sessionTable) lookup(id string) *httpSession {
 	return s
 }
 
+// lookupOwn is lookup for the identity that opened the session (owner
+// "" without a policy): another identity's session is as unknown as one
+// that is gone (nil), and the refused lookup leaves nothing behind: no
+// call counted in flight (which would keep the session from the sweeper
+// for ever) and its idle time not reset.
+func (t *sessionTable) lookupOwn(id, owner string) *httpSession {
+	s := t.lookup(id)
+	if s != nil && s.owner != owner {
+		s.inFlight.Add(-1)
+		return nil
+	}
+	return s
+}
+
 // done ends a request's use of s.
 func (t *sessionTable) done(s *httpSession, now timerwheel.Instant) {
 	s.lastSeen.Store(int64(now.Tick()))
@@ -315,7 +329,7 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
 		return
 	}
-	s := a.sessions.lookup(id)
+	s := a.sessions.lookupOwn(id, callerName(r))
 	if s == nil {
 		a.unknownSession(w)
 		return
@@ -336,7 +350,7 @@ func (a *API) pingSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
 		return
 	}
-	s := a.sessions.lookup(id)
+	s := a.sessions.lookupOwn(id, callerName(r))
 	if s == nil {
 		a.unknownSession(w)
 		return
@@ -355,8 +369,8 @@ func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSessio
 		writeError(w, http.StatusBadRequest, codeBadRequest, sessionHeader+" header required")
 		return nil
 	}
-	s := a.sessions.lookup(id)
-	if s == nil || s.owner != callerName(r) {
+	s := a.sessions.lookupOwn(id, callerName(r))
+	if s == nil {
 		// Another identity's session is as unknown as one that is
 		// gone: its existence is not the caller's to learn.
 		a.unknownSession(w)
