@@ -54,3 +54,62 @@ func TestHTTPPolicyForeignSession(t *testing.T) {
 		t.Fatal("the reaped session's lock is still held")
 	}
 }
+
+// The server-wide routes need their class on every key: the refusal log
+// (every identity's refusals, their keys and addresses), the check of
+// another identity's rules, the metrics (every identity's figures) and
+// the membership. An identity allowed everything on its own prefix is
+// refused them, even with the admin token; one allowed them on * is not.
+func TestHTTPPolicyServerWideRoutes(t *testing.T) {
+	src := strings.NewReplacer("%A", policy.TokenHash("tok-a"), "%B", policy.TokenHash("tok-b"),
+		"%O", policy.TokenHash("tok-ops")).Replace(`identity team-a
+  token %A
+  allow * a.*
+identity team-b
+  token %B
+  allow * b.*
+identity ops
+  token %O
+  allow observe,metrics,admin *
+`)
+	p, err := policy.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const admin = "admin-token-0123456789abcdef"
+	ts := newServer(t, setup{cfg: Config{AdminToken: admin}, sess: session.Config{Policy: p}})
+	// A refusal of team-b's, for the log.
+	r := ts.send(req{method: "POST", path: "/v1/sessions", header: bearer("tok-b")})
+	var s sessionReply
+	r.decode(t, &s)
+	expect(t, "team-b locks a.x", ts.send(req{method: "POST", path: "/v1/locks/a.x", body: map[string]int64{"acquire_timeout_s": 0},
+		session: s.SessionID, header: bearer("tok-b")}), 403, codeForbidden)
+	withAdmin := func(tok string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tok, "X-Dflockd-Admin": admin}
+	}
+	voter := map[string]string{"node_id": "n9", "raft_addr": "127.0.0.1:1", "client_addr": "127.0.0.1:2"}
+	for _, c := range []struct {
+		method, path string
+		body         any
+		ops          int // what ops gets
+	}{
+		{"GET", "/v1/acl/log", nil, 200},
+		{"GET", "/v1/acl/check?identity=team-b&command=l&key=b.x", nil, 200},
+		{"GET", "/metrics", nil, 200},
+		{"POST", "/v1/admin/voters", voter, 404}, // not a cluster member
+		{"DELETE", "/v1/admin/voters/n3", nil, 404},
+	} {
+		r := ts.send(req{method: c.method, path: c.path, body: c.body, header: withAdmin("tok-a")})
+		expect(t, "team-a "+c.method+" "+c.path, r, 403, codeForbidden)
+		if strings.Contains(string(r.body), "team-b") {
+			t.Fatalf("team-a's refusal of %s names team-b: %s", c.path, r.body)
+		}
+		if r := ts.send(req{method: c.method, path: c.path, body: c.body, header: withAdmin("tok-ops")}); r.status != c.ops {
+			t.Fatalf("ops %s %s: %d %s, want %d", c.method, c.path, r.status, r.body, c.ops)
+		}
+	}
+	r = ts.send(req{method: "GET", path: "/v1/acl/log", header: bearer("tok-ops")})
+	if !strings.Contains(string(r.body), `"identity":"team-b"`) {
+		t.Fatalf("ops's refusal log lacks team-b's refusal: %s", r.body)
+	}
+}
