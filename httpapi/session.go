@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -303,7 +304,11 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 // answers, closes s and returns false.
 func (a *API) presentStableRef(w http.ResponseWriter, r *http.Request, s *httpSession, ref string) bool {
 	s.inFlight.Add(1) // not idle while it is set up
-	res, end := a.call(r.Context(), s, &vocab.Request{Op: vocab.OpStableRef, Token: []byte(ref)})
+	token := []byte(ref)
+	if s.owner != "" { // a policy: the ref is the identity's own, as on TCP
+		token = session.IdentityRef(s.owner, token)
+	}
+	res, end := a.call(r.Context(), s, &vocab.Request{Op: vocab.OpStableRef, Token: token})
 	a.sessions.done(s, a.clock.Now())
 	if end == answered && res.Status == vocab.StatusOK {
 		return true

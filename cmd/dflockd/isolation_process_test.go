@@ -530,7 +530,8 @@ func TestIsolationCluster(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy")
 	writeIsolationPolicy(t, file, isolationPolicy)
 	const adminToken = "admin-token-of-the-operators-0123456789"
-	ms := startHTTPMembers(t, 3, "--policy-file", file, "--observatory-events", "4096", "--admin-token", adminToken)
+	ms := startHTTPMembers(t, 3, "--policy-file", file, "--observatory-events", "4096", "--admin-token", adminToken,
+		"--orphan-ttl", "60")
 	opsOf := map[*httpMember]*isoHTTP{}
 	for _, m := range ms {
 		opsOf[m] = newIsoHTTP(t, "http://"+m.http, "tok-ops", nil)
@@ -579,6 +580,7 @@ func TestIsolationCluster(t *testing.T) {
 		attackLine(t, led, f.id+"(follower)", aF, st)
 		attackHTTP(t, led, f.id+"(follower)", newIsoHTTP(t, "http://"+f.http, "tok-a", nil), st, adminToken, false)
 	}
+	attackStableRef(t, led, l)
 	checkB(t, "cluster", opsOf[l], b, st)
 	led.summary()
 
@@ -641,4 +643,86 @@ func TestIsolationCluster(t *testing.T) {
 	if got := b.do("ping", "_", "_"); got != "ok" {
 		t.Fatalf("team-b's connection after the reloads: %q", got)
 	}
+}
+
+// attackStableRef: B's connection with a stable ref leaves its lock
+// behind as an orphan (--orphan-ttl) when it closes; A presents the same
+// ref, which must not give it B's claims: B, coming back with its ref,
+// takes its lock over (the same token), and A's leaving releases nothing.
+func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
+	t.Helper()
+	b1 := dialIso(t, l.client, nil, "tok-b")
+	if got := b1.do("stable-ref", "_", "b-worker-7"); got != "ok" {
+		t.Fatalf("team-b stable-ref: %q", got)
+	}
+	tok := b1.grant("l", "b/orphan", "0 300")
+	ops := newIsoHTTP(t, "http://"+l.http, "tok-ops", nil)
+	applied := func() uint64 {
+		_, got := ops.call("GET", "/v1/stats", "", nil)
+		var st struct {
+			Cluster struct {
+				AppliedIndex uint64 `json:"applied_index"`
+			} `json:"cluster"`
+		}
+		if err := json.Unmarshal([]byte(got), &st); err != nil {
+			t.Fatalf("ops /v1/stats: %v: %s", err, got)
+		}
+		return st.Cluster.AppliedIndex
+	}
+	before := applied()
+	b1.c.Close()
+	a := dialIso(t, l.client, nil, "tok-a")
+	// Wait until B's close is applied (the only entry proposed
+	// meanwhile): A's ref must find the orphan there.
+	within(t, 10*time.Second, "team-b's close applied", func() (bool, string) {
+		n := applied()
+		return n > before, fmt.Sprint("applied index ", n, ", ", before, " before the close")
+	})
+	got := a.do("stable-ref", "_", "b-worker-7")
+	t.Logf("team-a stable-ref b-worker-7 (team-b's ref): %s", got)
+	after := a.do("l", "b/orphan", "0 300")
+	b2 := dialIso(t, l.client, nil, "tok-b")
+	if got := b2.do("stable-ref", "_", "b-worker-7"); got != "ok" {
+		t.Fatalf("team-b stable-ref again: %q", got)
+	}
+	back := b2.do("l", "b/orphan", "0 300")
+	led.expect("line stable-ref b-worker-7 (team-b's orphan) then l b/orphan", after == "error_denied" &&
+		strings.HasPrefix(back, "ok "+tok+" "), fmt.Sprintf("team-a's l: %s; team-b's own l on its return: %s (held token %s)", after, back, tok))
+
+	// The same over HTTP: a session's stable_ref.
+	bh, ah := newIsoHTTP(t, "http://"+l.http, "tok-b", nil), newIsoHTTP(t, "http://"+l.http, "tok-a", nil)
+	open := func(h *isoHTTP) string {
+		code, got := h.call("POST", "/v1/sessions", "", map[string]string{"stable_ref": "b-web-1"})
+		var s struct {
+			SessionID string `json:"session_id"`
+		}
+		if code != 200 || json.Unmarshal([]byte(got), &s) != nil {
+			t.Fatalf("POST /v1/sessions with a stable_ref: %d %s", code, got)
+		}
+		return s.SessionID
+	}
+	lockWeb := func(h *isoHTTP, sid string) (int, string) {
+		return h.call("POST", "/v1/locks/"+url.PathEscape("b/web"), sid, map[string]int{"acquire_timeout_s": 0, "lease_ttl_s": 300})
+	}
+	sb := open(bh)
+	code, got := lockWeb(bh, sb)
+	var g struct{ Token string }
+	if code != 200 || json.Unmarshal([]byte(got), &g) != nil || g.Token == "" {
+		t.Fatalf("team-b's HTTP lock b/web: %d %s", code, got)
+	}
+	before = applied()
+	if code, got := bh.call("DELETE", "/v1/sessions/"+sb, "", nil); code != 204 {
+		t.Fatalf("team-b's DELETE of its session: %d %s", code, got)
+	}
+	within(t, 10*time.Second, "team-b's session close applied", func() (bool, string) {
+		n := applied()
+		return n > before, fmt.Sprint("applied index ", n, ", ", before, " before the close")
+	})
+	sa := open(ah)
+	aCode, aGot := lockWeb(ah, sa)
+	sb2 := open(bh)
+	code, got = lockWeb(bh, sb2)
+	led.expect("HTTP POST /v1/sessions {stable_ref: team-b's} then POST /v1/locks/b%2Fweb",
+		forbidden(aCode, aGot) && code == 200 && strings.Contains(got, `"token":"`+g.Token+`"`),
+		fmt.Sprintf("team-a's lock call: %d %s; team-b's own on its return: %d %s (held token %s)", aCode, aGot, code, got, g.Token))
 }
