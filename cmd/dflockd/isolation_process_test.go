@@ -288,6 +288,26 @@ func attackGodistlock(t *testing.T, led *isoLedger, where string, gd *isoConn, s
 		got = strings.TrimSuffix(got, "\n")
 		led.expect(where+" godistlock "+line, got == "NO "+nonce, got)
 	}
+	// STATS counts what A may observe: its one lock (a/mine), none of
+	// B's, and its own two connections (line and godistlock).
+	_ = gd.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(gd.c, "STATS ns\n"); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for {
+		l, err := gd.rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("godistlock STATS: %v after %q", err, lines)
+		}
+		if l = strings.TrimSuffix(l, "\n"); l == "STATSEND ns" {
+			break
+		}
+		lines = append(lines, l)
+	}
+	got := strings.Join(lines, "; ")
+	led.expect(where+" godistlock STATS (team-a's own counts)",
+		got == "STATS ns connections 2; STATS ns locks 1; STATS ns waiters 0; STATS ns keys 1", got)
 }
 
 // attackHTTP is A's every HTTP route on B's keys, B's session, and the
