@@ -543,18 +543,54 @@ func TestIsolationSingleNode(t *testing.T) {
 // request, it does not redirect it), B's state survives; then a changed
 // policy, SIGHUP to each member, is enforced by every member within 1 s
 // of the last SIGHUP, on connections opened before it.
+//
+// Two runs: plain TCP, whose clients members serve on the gnet loops; and
+// TLS with client certificates (--tls-client-ca), whose clients netconn
+// serves, with a godistlock listener on every member.
 func TestIsolationCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process, seconds")
 	}
-	file := filepath.Join(t.TempDir(), "policy")
+	t.Run("tcp", func(t *testing.T) { testIsolationCluster(t, false) })
+	t.Run("tls", func(t *testing.T) { testIsolationCluster(t, true) })
+}
+
+// isoNet is how the clients of a test reach the servers.
+type isoNet struct {
+	t      *testing.T
+	cfg    *tls.Config // nil: plain TCP and HTTP
+	scheme string
+}
+
+func (n *isoNet) line(m *httpMember, token string) *isoConn {
+	return dialIso(n.t, m.client, n.cfg, token)
+}
+func (n *isoNet) web(m *httpMember, token string) *isoHTTP {
+	return newIsoHTTP(n.t, n.scheme+m.http, token, n.cfg)
+}
+
+func testIsolationCluster(t *testing.T, withTLS bool) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy")
 	writeIsolationPolicy(t, file, isolationPolicy)
 	const adminToken = "admin-token-of-the-operators-0123456789"
-	ms := startHTTPMembers(t, 3, "--policy-file", file, "--observatory-events", "4096", "--admin-token", adminToken,
-		"--orphan-ttl", "60")
+	extra := []string{"--policy-file", file, "--observatory-events", "4096", "--admin-token", adminToken, "--orphan-ttl", "60"}
+	nw := &isoNet{t: t, scheme: "http://"}
+	var gdCfg *tls.Config
+	if withTLS {
+		ca := certtest.NewCA(t, "dflockd test CA")
+		caFile := filepath.Join(dir, "clients.pem")
+		certtest.WriteFile(t, caFile, ca.PEM())
+		certFile, keyFile := ca.Leaf(t, "member").Write(t, dir)
+		extra = append(extra, "--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
+		nw.cfg, nw.scheme = certtest.ClientConfig(ca.Pool), "https://"
+		gdCfg = certtest.ClientConfig(ca.Pool)
+		gdCfg.Certificates = []tls.Certificate{ca.ClientLeaf(t, "team-a.clients").TLS}
+	}
+	ms, gdOf := startIsolationMembers(t, withTLS, extra...)
 	opsOf := map[*httpMember]*isoHTTP{}
 	for _, m := range ms {
-		opsOf[m] = newIsoHTTP(t, "http://"+m.http, "tok-ops", nil)
+		opsOf[m] = nw.web(m, "tok-ops")
 	}
 	var l *httpMember
 	within(t, 20*time.Second, "a leader answering /v1/readindex", func() (bool, string) {
@@ -574,9 +610,9 @@ func TestIsolationCluster(t *testing.T) {
 	}
 	t.Logf("leader %s, followers %s %s", l.id, followers[0].id, followers[1].id)
 
-	b := dialIso(t, l.client, nil, "tok-b")
-	st := setUpB(t, b, newIsoHTTP(t, "http://"+l.http, "tok-b", nil))
-	aL := dialIso(t, l.client, nil, "tok-a")
+	b := nw.line(l, "tok-b")
+	st := setUpB(t, b, nw.web(l, "tok-b"))
+	aL := nw.line(l, "tok-a")
 	aL.grant("l", "a/mine", "0 300")
 	// The followers' replicas have B's state and A's key before A tries
 	// them there.
@@ -589,18 +625,26 @@ func TestIsolationCluster(t *testing.T) {
 
 	led := &isoLedger{t: t}
 	attackLine(t, led, l.id+"(leader)", aL, st)
-	attackHTTP(t, led, l.id+"(leader)", newIsoHTTP(t, "http://"+l.http, "tok-a", nil), st, adminToken, true)
+	if withTLS {
+		attackGodistlock(t, led, l.id+"(leader)", dialIso(t, gdOf[l], gdCfg, ""), st)
+	}
+	attackHTTP(t, led, l.id+"(leader)", nw.web(l, "tok-a"), st, adminToken, true)
 	for _, f := range followers {
-		aF := dialIso(t, f.client, nil, "tok-a")
+		aF := nw.line(f, "tok-a")
 		// A follower that A may write through redirects it: the
 		// refusals below are the policy's, not a redirect's.
 		if got := aF.do("incr", "a/n", "1"); !strings.HasPrefix(got, "error_not_leader") {
 			t.Fatalf("team-a's own incr on follower %s: %q, want error_not_leader", f.id, got)
 		}
 		attackLine(t, led, f.id+"(follower)", aF, st)
-		attackHTTP(t, led, f.id+"(follower)", newIsoHTTP(t, "http://"+f.http, "tok-a", nil), st, adminToken, false)
+		if withTLS {
+			// A follower refuses a denied godistlock request (NO) before
+			// it would answer ERR not_leader and close.
+			attackGodistlock(t, led, f.id+"(follower)", dialIso(t, gdOf[f], gdCfg, ""), st)
+		}
+		attackHTTP(t, led, f.id+"(follower)", nw.web(f, "tok-a"), st, adminToken, false)
 	}
-	attackStableRef(t, led, l)
+	attackStableRef(t, led, nw, l)
 	checkB(t, "cluster", opsOf[l], b, st)
 	led.summary()
 
@@ -608,7 +652,7 @@ func TestIsolationCluster(t *testing.T) {
 	// 1 s of the last SIGHUP, on A's connections opened before.
 	conns := map[*httpMember]*isoConn{l: aL}
 	for _, f := range followers {
-		conns[f] = dialIso(t, f.client, nil, "tok-a")
+		conns[f] = nw.line(f, "tok-a")
 	}
 	for _, m := range ms {
 		got := conns[m].do("l", "a/frozen", "0 1")
@@ -669,14 +713,14 @@ func TestIsolationCluster(t *testing.T) {
 // behind as an orphan (--orphan-ttl) when it closes; A presents the same
 // ref, which must not give it B's claims: B, coming back with its ref,
 // takes its lock over (the same token), and A's leaving releases nothing.
-func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
+func attackStableRef(t *testing.T, led *isoLedger, nw *isoNet, l *httpMember) {
 	t.Helper()
-	b1 := dialIso(t, l.client, nil, "tok-b")
+	b1 := nw.line(l, "tok-b")
 	if got := b1.do("stable-ref", "_", "b-worker-7"); got != "ok" {
 		t.Fatalf("team-b stable-ref: %q", got)
 	}
 	tok := b1.grant("l", "b/orphan", "0 300")
-	ops := newIsoHTTP(t, "http://"+l.http, "tok-ops", nil)
+	ops := nw.web(l, "tok-ops")
 	applied := func() uint64 {
 		_, got := ops.call("GET", "/v1/stats", "", nil)
 		var st struct {
@@ -691,7 +735,7 @@ func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
 	}
 	before := applied()
 	b1.c.Close()
-	a := dialIso(t, l.client, nil, "tok-a")
+	a := nw.line(l, "tok-a")
 	// Wait until B's close is applied (the only entry proposed
 	// meanwhile): A's ref must find the orphan there.
 	within(t, 10*time.Second, "team-b's close applied", func() (bool, string) {
@@ -701,7 +745,7 @@ func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
 	got := a.do("stable-ref", "_", "b-worker-7")
 	t.Logf("team-a stable-ref b-worker-7 (team-b's ref): %s", got)
 	after := a.do("l", "b/orphan", "0 300")
-	b2 := dialIso(t, l.client, nil, "tok-b")
+	b2 := nw.line(l, "tok-b")
 	if got := b2.do("stable-ref", "_", "b-worker-7"); got != "ok" {
 		t.Fatalf("team-b stable-ref again: %q", got)
 	}
@@ -710,7 +754,7 @@ func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
 		strings.HasPrefix(back, "ok "+tok+" "), fmt.Sprintf("team-a's l: %s; team-b's own l on its return: %s (held token %s)", after, back, tok))
 
 	// The same over HTTP: a session's stable_ref.
-	bh, ah := newIsoHTTP(t, "http://"+l.http, "tok-b", nil), newIsoHTTP(t, "http://"+l.http, "tok-a", nil)
+	bh, ah := nw.web(l, "tok-b"), nw.web(l, "tok-a")
 	open := func(h *isoHTTP) string {
 		code, got := h.call("POST", "/v1/sessions", "", map[string]string{"stable_ref": "b-web-1"})
 		var s struct {
@@ -745,4 +789,32 @@ func attackStableRef(t *testing.T, led *isoLedger, l *httpMember) {
 	led.expect("HTTP POST /v1/sessions {stable_ref: team-b's} then POST /v1/locks/b%2Fweb",
 		forbidden(aCode, aGot) && code == 200 && strings.Contains(got, `"token":"`+g.Token+`"`),
 		fmt.Sprintf("team-a's lock call: %d %s; team-b's own on its return: %d %s (held token %s)", aCode, aGot, code, got, g.Token))
+}
+
+// startIsolationMembers runs a 3-member cluster, every member with an
+// HTTP API, the extra flags and, withGodistlock, a godistlock listener
+// of its own; it returns the members and their godistlock addresses.
+func startIsolationMembers(t *testing.T, withGodistlock bool, extra ...string) ([]*httpMember, map[*httpMember]string) {
+	t.Helper()
+	var ms []*httpMember
+	var peers []string
+	gdOf := map[*httpMember]string{}
+	for i := range 3 {
+		m := &httpMember{member: &member{t: t, id: fmt.Sprint("n", i+1), client: freeAddr(t)}, http: freeAddr(t)}
+		raft := freeAddr(t)
+		peers = append(peers, fmt.Sprintf("%s=%s@%s", m.id, raft, m.client))
+		m.args = []string{"--raft-addr", raft, "--cluster-bootstrap"}
+		if withGodistlock {
+			gdOf[m] = freeAddr(t)
+			_, port, _ := net.SplitHostPort(gdOf[m])
+			m.args = append(m.args, "--godistlock-port", port)
+		}
+		ms = append(ms, m)
+	}
+	dir := t.TempDir()
+	for _, m := range ms {
+		m.args = append(memberArgs(m, dir, strings.Join(peers, ",")), append(m.args, extra...)...)
+		m.start()
+	}
+	return ms, gdOf
 }
