@@ -254,9 +254,9 @@ func attackLine(t *testing.T, led *isoLedger, where string, a *isoConn, st *bSta
 		{"kset", "b/kv", "evil"}, {"kget", "b/kv", "_"}, {"kdel", "b/kv", "_"}, {"kcas", "b/kv", "hello\tevil\t0"},
 		{"lpush", "b/list", "evil"}, {"rpush", "b/list", "evil"}, {"lpop", "b/list", "_"}, {"rpop", "b/list", "_"},
 		{"llen", "b/list", "_"}, {"lrange", "b/list", "0 -1"}, {"blpop", "b/list", "1"}, {"brpop", "b/list", "1"},
-		{"listen", "b.>", ""}, {"listen", ">", ""}, {"listen", "b/chan", ""},
+		{"listen", "b.>", ""}, {"listen", ">", ""}, {"listen", "b/chan", ""}, {"listen", "*", ""}, {"listen", "*.>", ""},
 		{"signal", "b/chan", "evil"}, {"signal", "b.chan", "evil"},
-		{"watch", "b/x", "_"}, {"watch", "b/kv", "_"}, {"watch", ">", "_"},
+		{"watch", "b/x", "_"}, {"watch", "b/kv", "_"}, {"watch", ">", "_"}, {"watch", "*", "_"},
 		{"bwait", "b/barrier", "2 1"},
 		{"elect", "b/leader", "0 10"}, {"resign", "b/leader", st.electTok}, {"observe", "b/leader", "_"},
 	} {
@@ -348,6 +348,7 @@ func attackHTTP(t *testing.T, led *isoLedger, where string, ah *isoHTTP, st *bSt
 		{"GET", "/v1/signals?pattern=" + url.QueryEscape("b.>"), nil},
 		{"GET", "/v1/signals?pattern=" + url.QueryEscape(">"), nil},
 		{"GET", "/v1/signals?pattern=" + url.QueryEscape("b/chan"), nil},
+		{"GET", "/v1/signals?pattern=" + url.QueryEscape("*"), nil}, // "*" is one token: b/chan too
 		{"GET", "/v1/keys/" + esc("b/lock"), nil},
 		{"GET", "/v1/keys/" + esc("b/sem"), nil},
 		{"GET", "/v1/keys/" + esc("b/rw"), nil},
