@@ -15,9 +15,13 @@ import (
 // a refusal is 403 {"error":"forbidden"} with the deciding rule in the
 // detail, and joins the hub's refusal log.
 //
-// The observatory's lists (/v1/keys, /v1/events, /v1/deadlocks,
-// /v1/hotkeys) and /v1/stats show every key: they need observe on every
-// key ("allow observe *") until they are scoped per identity.
+// The observatory's lists and /v1/stats are scoped to the caller
+// (scope.go); /v1/events is not yet, and needs observe on every key. The
+// routes of the whole server need their class on every key ("allow
+// admin *", "allow metrics *"): the refusal log shows every identity's
+// refusals, the check any identity's rules, the metrics every identity's
+// figures, and the membership is the cluster's. An identity allowed
+// everything on its own prefix is allowed none of them.
 
 type identityKey struct{}
 
@@ -105,8 +109,8 @@ type routeCheck struct {
 	class   policy.Class
 	path    string // the path value that is the key
 	query   string // or the query parameter that is a pattern
-	some    bool   // the class on some key (keyless routes)
-	all     bool   // the class on every key (unscoped lists)
+	some    bool   // the class on some key (keyless routes scoped to the caller)
+	all     bool   // the class on every key (server-wide routes: unscoped lists, the refusal log, metrics, membership)
 	nothing bool   // any identity may call it
 }
 
@@ -123,9 +127,9 @@ var routeChecks = map[string]routeCheck{
 	"GET " + uiPath:                      {nothing: true}, // the page; its data routes are checked
 	"GET /v1/stats":                      {class: policy.Observe, some: true},
 	"GET /v1/acl/whoami":                 {nothing: true},
-	"GET /v1/acl/log":                    {class: policy.Admin, some: true},
-	"GET /v1/acl/check":                  {class: policy.Admin, some: true},
-	"GET /metrics":                       {class: policy.Metrics, some: true},
+	"GET /v1/acl/log":                    {class: policy.Admin, all: true},
+	"GET /v1/acl/check":                  {class: policy.Admin, all: true},
+	"GET /metrics":                       {class: policy.Metrics, all: true},
 	"GET /v1/signals":                    {class: policy.Listen, query: "pattern"},
 	"POST /v1/signals/{channel}":         {class: policy.Signal, path: "channel"},
 	"GET /v1/keys":                       {class: policy.Observe, some: true},
@@ -134,8 +138,8 @@ var routeChecks = map[string]routeCheck{
 	"GET /v1/deadlocks":                  {class: policy.Observe, some: true},
 	"GET /v1/hotkeys":                    {class: policy.Observe, some: true},
 	"POST /v1/admin/locks/{key}/release": {class: policy.Admin, path: "key"},
-	"POST /v1/admin/voters":              {class: policy.Admin, some: true},
-	"DELETE /v1/admin/voters/{id}":       {class: policy.Admin, some: true},
+	"POST /v1/admin/voters":              {class: policy.Admin, all: true},
+	"DELETE /v1/admin/voters/{id}":       {class: policy.Admin, all: true},
 	"POST /v1/locks/{key}":               {class: policy.Lock, path: "key"},
 	"POST /v1/locks/{key}/release":       {class: policy.Lock, path: "key"},
 	"POST /v1/locks/{key}/renew":         {class: policy.Lock, path: "key"},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -98,6 +99,20 @@ func (t *sessionTable) lookup(id string) *httpSession {
 		s.inFlight.Add(1)
 	}
 	t.mu.RUnlock()
+	return s
+}
+
+// lookupOwn is lookup for the identity that opened the session (owner
+// "" without a policy): another identity's session is as unknown as one
+// that is gone (nil), and the refused lookup leaves nothing behind: no
+// call counted in flight (which would keep the session from the sweeper
+// for ever) and its idle time not reset.
+func (t *sessionTable) lookupOwn(id, owner string) *httpSession {
+	s := t.lookup(id)
+	if s != nil && s.owner != owner {
+		s.inFlight.Add(-1)
+		return nil
+	}
 	return s
 }
 
@@ -294,7 +309,11 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 // answers, closes s and returns false.
 func (a *API) presentStableRef(w http.ResponseWriter, r *http.Request, s *httpSession, ref string) bool {
 	s.inFlight.Add(1) // not idle while it is set up
-	res, end := a.call(r.Context(), s, &vocab.Request{Op: vocab.OpStableRef, Token: []byte(ref)})
+	token := []byte(ref)
+	if s.owner != "" { // a policy: the ref is the identity's own, as on TCP
+		token = session.IdentityRef(s.owner, token)
+	}
+	res, end := a.call(r.Context(), s, &vocab.Request{Op: vocab.OpStableRef, Token: token})
 	a.sessions.done(s, a.clock.Now())
 	if end == answered && res.Status == vocab.StatusOK {
 		return true
@@ -320,7 +339,7 @@ func (a *API) deleteSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
 		return
 	}
-	s := a.sessions.lookup(id)
+	s := a.sessions.lookupOwn(id, callerName(r))
 	if s == nil {
 		a.unknownSession(w)
 		return
@@ -341,7 +360,7 @@ func (a *API) pingSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "invalid session id")
 		return
 	}
-	s := a.sessions.lookup(id)
+	s := a.sessions.lookupOwn(id, callerName(r))
 	if s == nil {
 		a.unknownSession(w)
 		return
@@ -360,8 +379,8 @@ func (a *API) requestSession(w http.ResponseWriter, r *http.Request) *httpSessio
 		writeError(w, http.StatusBadRequest, codeBadRequest, sessionHeader+" header required")
 		return nil
 	}
-	s := a.sessions.lookup(id)
-	if s == nil || s.owner != callerName(r) {
+	s := a.sessions.lookupOwn(id, callerName(r))
+	if s == nil {
 		// Another identity's session is as unknown as one that is
 		// gone: its existence is not the caller's to learn.
 		a.unknownSession(w)

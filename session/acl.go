@@ -236,6 +236,21 @@ func (s *Session) refused(req *vocab.Request) bool {
 	return true
 }
 
+// IdentityRef is the stable ref that a connection (or HTTP session) of
+// the identity named name presents, with a policy: each identity's refs
+// are its own. A ref is a name the client picks, not a secret, and
+// whoever presents an orphan's ref takes its claims over (--orphan-ttl):
+// without this, another identity that knew or guessed it would take
+// them, holding them from their owner, whose own return would then find
+// them taken. NUL is in neither a ref (printable bytes) nor an identity's
+// name, so two different pairs never make the same ref. It allocates: a
+// connection presents one ref at most.
+func IdentityRef(name string, ref []byte) []byte {
+	out := make([]byte, 0, len(name)+1+len(ref))
+	out = append(append(append(out, name...), 0), ref...)
+	return out
+}
+
 // deny appends the refusal of a request: error_denied, which every dflockd
 // client takes for a server error (it is not ok, acquired, queued or
 // timeout), with the word in its message; the connection stays open.

@@ -184,6 +184,9 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 			return parse.AppendStatus(out, vocab.StatusError), false
 		}
 		s.stableRef = true
+		if s.ident != nil {
+			req.Token = IdentityRef(s.ident.Name, req.Token)
+		}
 	case vocab.OpStats:
 		return s.appendStats(out, now), false
 	}

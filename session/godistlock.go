@@ -172,7 +172,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 	case parse.GodistlockIs:
 		cmd.Kind = engine.KindHolder
 	case parse.GodistlockStats:
-		return g.appendStats(s, out, r.Nonce), false
+		return g.appendStats(s, out, r.Nonce, now), false
 	default:
 		panic("session: no handler for godistlock op " + r.Op.String())
 	}
@@ -236,15 +236,19 @@ func (g *godistlock) answer(s *Session, out []byte, q *godistlockOwed, res engin
 }
 
 // appendStats answers STATS from the engine's state here (a member's
-// replica: before the cluster's first entry, an empty one).
-func (g *godistlock) appendStats(s *Session, out, nonce []byte) []byte {
+// replica: before the cluster's first entry, an empty one). A policy
+// identity that may not observe every key gets the counts of what it may
+// observe, as its line-protocol stats shows it only those keys.
+func (g *godistlock) appendStats(s *Session, out, nonce []byte, now timerwheel.Instant) []byte {
 	h := s.hub
-	held, waiting, keys := 0, 0, 0
-	if e := h.Engine(); e != nil {
+	conns, held, waiting, keys := h.Connections(), 0, 0, 0
+	if s.ident != nil && !s.ident.Everything() {
+		conns, held, waiting, keys = scopedCounts(scopeStats(h.app.stats(true, now, conns), s.current(), s.usage))
+	} else if e := h.Engine(); e != nil {
 		held, waiting = e.LockCounts()
 		keys = e.Keys()
 	}
-	out = parse.AppendGodistlockStat(out, nonce, "connections", int64(h.Connections()))
+	out = parse.AppendGodistlockStat(out, nonce, "connections", int64(conns))
 	out = parse.AppendGodistlockStat(out, nonce, "locks", int64(held))
 	out = parse.AppendGodistlockStat(out, nonce, "waiters", int64(waiting))
 	out = parse.AppendGodistlockStat(out, nonce, "keys", int64(keys))
@@ -283,4 +287,23 @@ var godistlockAsLine = map[parse.GodistlockOp]vocab.Op{
 	parse.GodistlockOn: vocab.OpLock, parse.GodistlockTry: vocab.OpLock,
 	parse.GodistlockRefresh: vocab.OpRenew, parse.GodistlockOff: vocab.OpRelease,
 	parse.GodistlockIs: vocab.OpGet, parse.GodistlockStats: vocab.OpStats,
+}
+
+// scopedCounts is STATS's figures from a scoped stats document: the
+// engine's (LockCounts, Keys) counted over the keys it lists.
+func scopedCounts(st *vocab.Stats) (conns, held, waiting, keys int) {
+	for _, l := range st.Locks {
+		if l.OwnerConnID != 0 {
+			held++
+		}
+		waiting += l.Waiters
+	}
+	for _, rw := range st.RWLocks {
+		if rw.Readers > 0 || rw.Writer {
+			held++
+		}
+		waiting += rw.Waiters
+	}
+	keys = len(st.Locks) + len(st.Semaphores) + len(st.RWLocks) + len(st.IdleLocks) + len(st.IdleSemaphores)
+	return st.Connections, held, waiting, keys
 }

@@ -120,7 +120,7 @@ func TestACLLog(t *testing.T) {
 		t.Fatalf("log: want a header and 2 rows:\n%s", r.stdout)
 	}
 	for i, want := range []string{
-		`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +team-a +127\.0\.0\.1:\d+ +GET /v1/acl/log +- +no rule of identity team-a names admin for this key \(deny by default\)$`,
+		`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +team-a +127\.0\.0\.1:\d+ +GET /v1/acl/log +> +no rule of identity team-a names admin for this key \(deny by default\)$`,
 		`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +team-a +127\.0\.0\.1:\d+ +GET /v1/keys +- +no rule of identity team-a names observe for this key \(deny by default\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(lines[1+i]) {
