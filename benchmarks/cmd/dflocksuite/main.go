@@ -6,6 +6,7 @@
 //	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
 //	go run ./benchmarks/cmd/dflocksuite --workloads cluster --quick   # ~1 minute
 //	go run ./benchmarks/cmd/dflocksuite --workloads scaling           # 16 cores, ~3 minutes
+//	go run ./benchmarks/cmd/dflocksuite --workloads policy,noisy --reps 7   # ~3 minutes
 //
 // --workloads picks what runs: the lock workloads (lock, hot) and the
 // memory scenarios fill PERF.md's core generated section; the redis-feats
@@ -13,8 +14,10 @@
 // (package fanout) and the cluster comparison (a 3-member cluster against
 // the single node and a 3-member etcd, and its failover time) one each;
 // the scaling workload (dflockd-ng at 1, 2, 4, 8 loops against Redis, on
-// a many-core host, scaling.go) runs alone and fills one more. A run
-// rewrites only what it measured.
+// a many-core host, scaling.go) runs alone and fills one more; the policy
+// and noisy workloads (a policy file's cost, policy.go; a tenant at its
+// quotas beside another, noisy.go) one each. A run rewrites only what it
+// measured.
 //
 // It builds ./cmd/dflockd into a temporary directory (or takes
 // --dflockd-bin) and starts it, the gnet ceiling, the dflockd-like

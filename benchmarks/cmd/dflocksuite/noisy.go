@@ -266,12 +266,12 @@ func (r *noisyResult) markdown(rep *suite.Report) []byte {
 		cells := suite.Cells(recs)
 		rounds := r.rounds()
 		p("### The quiet tenant: lock+release, %d connections × depth %d\n\n", r.Conns, r.Depth)
-		p("Pairs/s median (min–max) over %d round(s); p50, p99 = per-request latency, medians of the rounds'; server cores = the server's CPU time over the window ÷ the window (both tenants' work), median.\n\n", len(rounds))
-		p("| phase | pairs/s | p50 | p99 | server cores |\n|---|---:|---:|---:|---:|\n")
+		p("Pairs/s median (min–max) over %d round(s); p50, p99 = per-request latency, medians of the rounds'; server cores = the server's CPU time over the window ÷ the window, and server CPU per quiet pair = that time ÷ the quiet tenant's pairs (both tenants' work: beside the noisy one, what it costs the server shows here), medians.\n\n", len(rounds))
+		p("| phase | pairs/s | p50 | p99 | server cores | server CPU per quiet pair |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, name := range []string{noisyAlone, noisyBeside} {
 			c, ok := cells[suite.CellKey{Target: name, Workload: string(loadgen.Lock), Conns: r.Conns, Depth: r.Depth}]
 			if !ok {
-				p("| %s | – | – | – | – |\n", name)
+				p("| %s | – | – | – | – | – |\n", name)
 				continue
 			}
 			var cores []float64
@@ -280,8 +280,8 @@ func (r *noisyResult) markdown(rep *suite.Report) []byte {
 					cores = append(cores, run.Cores)
 				}
 			}
-			p("| %s | %s | %s | %s | %s |\n", name, fmtPairs(c.Pairs), suite.FmtNs(c.P50.Median), suite.FmtNs(c.P99.Median),
-				fmtStatWith(suite.Aggregate(cores), fmtCores))
+			p("| %s | %s | %s | %s | %s | %s |\n", name, fmtPairs(c.Pairs), suite.FmtNs(c.P50.Median), suite.FmtNs(c.P99.Median),
+				fmtStatWith(suite.Aggregate(cores), fmtCores), fmtStatWith(c.CPUPerPair, suite.FmtNs))
 		}
 		p("\nRound by round (ratio = beside the noisy tenant / alone):\n\n")
 		p("| round | first | pairs/s alone | beside | ratio | p99 alone | beside | ratio | noisy replies | error_max_locks | error_max_waiters | error_max_keys | conns refused | noisy client cores |\n")

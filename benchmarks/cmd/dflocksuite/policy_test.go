@@ -289,8 +289,8 @@ func TestNoisyMarkdown(t *testing.T) {
 	r := &noisyResult{Conns: 10, Depth: 1, Quota: noisyQuota, Rate: 2000, DialRate: 100, Notes: []string{"a note"}}
 	c := &noisy.Counts{Requests: 5000, MaxLocks: 900, MaxWaiters: 300, MaxKeys: 400, Dials: 80, ConnsClosed: 80}
 	for round := 1; round <= 2; round++ {
-		a := noisyRun{Record: suite.Record{Target: noisyAlone, Workload: "lock", Conns: 10, Depth: 1, Rep: round, PairsPerS: 20000, P50Ns: 100e3, P99Ns: 2e6, Cores: 0.5}}
-		b := noisyRun{Record: suite.Record{Target: noisyBeside, Workload: "lock", Conns: 10, Depth: 1, Rep: round, PairsPerS: 19000, P50Ns: 100e3, P99Ns: 2.1e6, Cores: 0.55}, Noisy: c, NoisyCores: 0.04}
+		a := noisyRun{Record: suite.Record{Target: noisyAlone, Workload: "lock", Conns: 10, Depth: 1, Rep: round, PairsPerS: 20000, P50Ns: 100e3, P99Ns: 2e6, Cores: 0.5, CPUPerPairNs: 25e3}}
+		b := noisyRun{Record: suite.Record{Target: noisyBeside, Workload: "lock", Conns: 10, Depth: 1, Rep: round, PairsPerS: 19000, P50Ns: 100e3, P99Ns: 2.1e6, Cores: 0.55, CPUPerPairNs: 0.55 / 19000 * 1e9}, Noisy: c, NoisyCores: 0.04}
 		if round == 2 {
 			a, b = b, a
 		}
@@ -300,8 +300,8 @@ func TestNoisyMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"## Noisy neighbour (generated)",
 		"### The quiet tenant: lock+release, 10 connections × depth 1",
-		"| quiet-alone | 20.0k (20.0k–20.0k) | 100 µs | 2.00 ms | 0.50 |",
-		"| quiet-beside-noisy | 19.0k (19.0k–19.0k) | 100 µs | 2.10 ms | 0.55 |",
+		"| quiet-alone | 20.0k (20.0k–20.0k) | 100 µs | 2.00 ms | 0.50 | 25.0 µs |",
+		"| quiet-beside-noisy | 19.0k (19.0k–19.0k) | 100 µs | 2.10 ms | 0.55 | 28.9 µs |",
 		"| 2 | quiet-beside-noisy | 20.0k | 19.0k | 0.950 | 2.00 ms | 2.10 ms | 1.050 | 5000 | 900 | 300 | 400 | 80 of 80 | 0.04 |",
 		"pairs/s **0.950×** (0.950–0.950), p99 **1.050×** (1.050–1.050), medians of 2 rounds' ratios (met).",
 	} {
