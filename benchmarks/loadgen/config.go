@@ -112,6 +112,12 @@ type Config struct {
 	// warm-up, so the window measures requests over established sessions,
 	// as a client with long-lived connections sees them.
 	TLS *tls.Config
+	// Tokens, if set, make connection i authenticate first, right after
+	// dialing and before the warm-up, with auth _ Tokens[i%len(Tokens)]:
+	// against a server with a policy file, each token is an identity, so
+	// one token per connection makes every connection its own identity.
+	// The reply must be "ok". The line protocol only.
+	Tokens []string
 
 	// OnWindowStart and OnWindowEnd, when set, are called (from a goroutine
 	// of Run) as the measured window opens and closes, e.g. to sample the
@@ -127,6 +133,7 @@ const (
 	maxDuration = time.Hour
 	maxKeyLen   = 200  // dflockd caps a line at 256 bytes; leave room for the slot suffix
 	maxSlotKeys = 1024 // conns × depth × this keys are created per run
+	maxTokenLen = 4096 // an auth line is one read; dflockd takes up to 64 KiB
 )
 
 func (c Config) withDefaults() Config {
@@ -200,6 +207,13 @@ func (c Config) validate() error {
 		return bad("redis release %q is neither %q nor %q", c.RedisRelease, ReleaseCAS, ReleaseDel)
 	case c.KeysPerSlot < 1 || c.KeysPerSlot > maxSlotKeys:
 		return bad("keys per slot %d out of [1, %d]", c.KeysPerSlot, maxSlotKeys)
+	case len(c.Tokens) > 0 && c.Proto != ProtoLine:
+		return bad("tokens (auth) need the dflockd line protocol")
+	}
+	for i, tok := range c.Tokens {
+		if tok == "" || len(tok) > maxTokenLen || strings.ContainsAny(tok, "\r\n") {
+			return bad("token %d must be 1 to %d bytes without a line break", i, maxTokenLen)
+		}
 	}
 	switch c.Workload {
 	case Lock, Try, Mixed, Incr, KV, List:

@@ -36,6 +36,13 @@ type fakeServer struct {
 	reply func(n int64, cmd, key, arg string) (line string, close bool)
 	// tls, when set, makes the listener TLS only.
 	tls *tls.Config
+	// auth, when set, wants every connection's first request to be
+	// "auth _ <token>" and answers it auth(token); a connection whose
+	// first request is another gets error_auth and a close, as dflockd
+	// with a token or a policy does. Tokens seen are in authTokens.
+	auth func(token string) string
+
+	authTokens []string // guarded by mu
 
 	requests    atomic.Int64
 	maxInFlight atomic.Int64
@@ -101,6 +108,9 @@ func (f *fakeServer) accept() {
 
 func (f *fakeServer) serve(c net.Conn) {
 	br := bufio.NewReader(c)
+	if f.auth != nil && !f.redis && !f.authFirst(c, br) {
+		return
+	}
 	var out []byte
 	unanswered := 0
 	for {
@@ -129,6 +139,28 @@ func (f *fakeServer) serve(c net.Conn) {
 		}
 		out, unanswered = out[:0], 0
 	}
+}
+
+// authFirst reads a connection's first request and answers it as an
+// auth; false: the connection is done.
+func (f *fakeServer) authFirst(c net.Conn, br *bufio.Reader) bool {
+	var lines [3]string
+	for i := range lines {
+		var err error
+		if lines[i], err = readLine(br); err != nil {
+			return false
+		}
+	}
+	if lines[0] != "auth" || lines[1] != "_" {
+		_, _ = c.Write([]byte("error_auth\n"))
+		return false
+	}
+	f.mu.Lock()
+	f.authTokens = append(f.authTokens, lines[2])
+	f.mu.Unlock()
+	reply := f.auth(lines[2])
+	_, err := c.Write([]byte(reply + "\n"))
+	return err == nil && reply == "ok"
 }
 
 func readLine(br *bufio.Reader) (string, error) {

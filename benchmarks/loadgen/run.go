@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -79,6 +81,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, &RunError{Target: cfg.Name, Conn: i, Err: fmt.Errorf("dial %s: %w", cfg.Addr, err), Errors: 1}
 		}
 		workers[i] = newWorker(cfg, i, nc, sc, seed, &abort)
+		if len(cfg.Tokens) > 0 {
+			if err := authenticate(nc, cfg.Tokens[i%len(cfg.Tokens)], cfg.DialTimeout); err != nil {
+				return nil, &RunError{Target: cfg.Name, Conn: i, Req: "auth _ <token>", Err: err, Errors: 1}
+			}
+		}
 	}
 
 	// The run clock starts once every connection is open, so dialing is
@@ -163,6 +170,36 @@ func dialer(cfg Config) func(context.Context) (net.Conn, error) {
 		}
 		return c, nil
 	}
+}
+
+// authenticate sends connection nc's auth line and wants "ok", within
+// timeout. It reads byte by byte, so nothing after the reply is consumed
+// (the server sends nothing more before the first request anyway).
+func authenticate(nc net.Conn, token string, timeout time.Duration) error {
+	if err := nc.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if _, err := nc.Write([]byte("auth\n_\n" + token + "\n")); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	var line []byte
+	var b [1]byte
+	for len(line) < 64 {
+		if _, err := nc.Read(b[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("auth: connection closed by the target (reply so far %q)", line)
+			}
+			return fmt.Errorf("auth: %w (reply so far %q)", err, line)
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	if string(line) != "ok" {
+		return fmt.Errorf("auth: reply %q, want \"ok\"", line)
+	}
+	return nc.SetDeadline(time.Time{})
 }
 
 // windowHooks calls cfg's window callbacks on time (measured on the run

@@ -422,3 +422,57 @@ func TestWindowEndHookSkippedOnFailure(t *testing.T) {
 		t.Error("OnWindowEnd called for a failed run")
 	}
 }
+
+// With Tokens, every connection authenticates first, with its own token
+// (connection i: Tokens[i % len]), and the run goes on as without.
+func TestTokensAuthenticateEveryConnection(t *testing.T) {
+	tokens := []string{"tok-a", "tok-b", "tok-c"}
+	newFake := fakeWith(t, func(f *fakeServer) {
+		f.auth = func(tok string) string {
+			if slices.Contains(tokens, tok) {
+				return "ok"
+			}
+			return "error_auth"
+		}
+	})
+	cfg := quick("", ProtoLine, Lock, 5, 4)
+	cfg.Tokens = tokens
+	f, _ := runFake(t, newFake, cfg, somePairs)
+	f.mu.Lock()
+	got := slices.Clone(f.authTokens)
+	f.mu.Unlock()
+	slices.Sort(got)
+	if want := []string{"tok-a", "tok-a", "tok-b", "tok-b", "tok-c"}; !slices.Equal(got, want) {
+		t.Errorf("auth tokens %v, want %v", got, want)
+	}
+	// Without tokens the same fake closes every connection: the run fails.
+	cfg.Tokens = nil
+	cfg.Addr = newFake().addr()
+	mustFail(t, cfg, "conn ")
+}
+
+// A refused auth fails the run before its window, naming the auth.
+func TestRefusedAuthFailsTheRun(t *testing.T) {
+	f := startFake(t, func(f *fakeServer) { f.auth = func(string) string { return "error_auth" } })
+	cfg := quick(f.addr(), ProtoLine, Lock, 2, 1)
+	cfg.Tokens = []string{"wrong"}
+	mustFail(t, cfg, "auth", "error_auth")
+}
+
+func TestTokensValidation(t *testing.T) {
+	for _, c := range []struct {
+		proto  Protocol
+		tokens []string
+	}{
+		{ProtoLine, []string{""}},
+		{ProtoLine, []string{"a\nb"}},
+		{ProtoLine, []string{strings.Repeat("x", maxTokenLen+1)}},
+		{ProtoRedis, []string{"tok"}},
+	} {
+		cfg := quick("127.0.0.1:1", c.proto, Lock, 1, 1)
+		cfg.Tokens = c.tokens
+		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%v %q: %v, want ErrConfig", c.proto, c.tokens, err)
+		}
+	}
+}

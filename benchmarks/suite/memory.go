@@ -50,7 +50,13 @@ const memTimeout = 60 * time.Second
 
 // rss waits until the server's resident set stops growing (two samples in
 // a row within 64 KiB, at most 10 s) and returns it.
-func rss(pid int) (procstat.Memory, error) {
+func rss(pid int) (procstat.Memory, error) { return StableRSS(pid) }
+
+// StableRSS waits until process pid's resident set stops changing (two
+// samples in a row within 64 KiB of the one before, 250 ms apart, at most
+// 10 s) and returns it: an idle server's RSS, as the memory scenarios
+// read it.
+func StableRSS(pid int) (procstat.Memory, error) {
 	var last int64 = -1 << 40
 	stable := 0
 	deadline := time.Now().Add(10 * time.Second)

@@ -6,6 +6,7 @@
 //	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
 //	go run ./benchmarks/cmd/dflocksuite --workloads cluster --quick   # ~1 minute
 //	go run ./benchmarks/cmd/dflocksuite --workloads scaling           # 16 cores, ~3 minutes
+//	go run ./benchmarks/cmd/dflocksuite --workloads policy,noisy --reps 7   # ~3 minutes
 //
 // --workloads picks what runs: the lock workloads (lock, hot) and the
 // memory scenarios fill PERF.md's core generated section; the redis-feats
@@ -13,8 +14,10 @@
 // (package fanout) and the cluster comparison (a 3-member cluster against
 // the single node and a 3-member etcd, and its failover time) one each;
 // the scaling workload (dflockd-ng at 1, 2, 4, 8 loops against Redis, on
-// a many-core host, scaling.go) runs alone and fills one more. A run
-// rewrites only what it measured.
+// a many-core host, scaling.go) runs alone and fills one more; the policy
+// and noisy workloads (a policy file's cost, policy.go; a tenant at its
+// quotas beside another, noisy.go) one each. A run rewrites only what it
+// measured.
 //
 // It builds ./cmd/dflockd into a temporary directory (or takes
 // --dflockd-bin) and starts it, the gnet ceiling, the dflockd-like
@@ -59,6 +62,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Exit(serveMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == noisyCommand {
+		os.Exit(noisyMain(os.Args[2:], os.Stdin, os.Stdout))
+	}
 	if len(os.Args) > 1 && os.Args[1] == pinCommand {
 		os.Exit(pinMain(os.Args[2:]))
 	}
@@ -102,6 +108,16 @@ type runner struct {
 	fanout    bool
 	cluster   bool
 	scaling   bool
+	policy    bool // the cost of a policy file (policy.go)
+	noisy     bool // a tenant at its quotas beside a quiet one (noisy.go)
+
+	// The policy workload: connections (one identity each), depth, rules
+	// per identity, identities of the many-identities server (0: none).
+	policyConns, policyDepth, policyRules, policyMany int
+	// The noisy workload: the quiet tenant's connections and depth, the
+	// noisy one's rate quota and dials a second beyond its conns quota.
+	noisyConns, noisyDepth, noisyRate, noisyDials int
+	noisyCPUs                                     string // where the noisy tenant's process runs (default the client CPUs)
 
 	// The scaling workload (scaling.go): its own CPU sets, loop counts and
 	// connection × depth shapes, and the threaded Redis's io-threads.
@@ -155,6 +171,10 @@ type target struct {
 	freshKeys bool  // every run on keys of its own (a cluster releases a closed connection's locks through its log, maybe after the next run began)
 	hot       bool  // can run the hot workload
 	prim      bool  // runs the primitive workloads
+	// tokens: every connection authenticates first, connection i with
+	// tokens[i % len] (a server with a policy file, package policy).
+	tokens    []string
+	keyPrefix string // the lock keys' prefix, when not the suite's own
 }
 
 // pids lists the processes whose CPU time is the target's.
@@ -173,7 +193,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dflocksuite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&s.quick, "quick", false, "short run: lock at 10,50 conns × depth 1,16, incr/kv/list at 50 × 16, fan-out of 200 signals; one repetition, short windows")
-	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout, cluster, scaling (default all but scaling; --quick: all but hot, cluster and scaling; scaling runs alone)")
+	workloads := fs.String("workloads", "", "comma list of lock, hot, incr, kv, list, fanout, cluster, policy, noisy, scaling (default all but scaling; --quick: all but hot, cluster, policy, noisy and scaling; scaling runs alone)")
 	reps := fs.Int("reps", 0, "repetitions (default 3, --quick 1)")
 	warm := fs.Duration("warmup", 0, "warm-up per run (default 1s, --quick 500ms)")
 	dur := fs.Duration("duration", 0, "measured window per run (default 3s, --quick 2s)")
@@ -189,6 +209,15 @@ func suiteMain(args []string, stderr io.Writer) int {
 	clusterDepths := fs.String("cluster-depth", "1,16", "cluster comparison: pipeline depths (etcd: lockers per client)")
 	fs.StringVar(&s.clusterDir, "cluster-dir", "", "cluster comparison: directory on a disk for the members' data (default the temporary directory, or /var/tmp, if not tmpfs)")
 	fs.IntVar(&s.failoverTrials, "failover-trials", 0, "cluster comparison: kills of the leader (default 3, --quick 1)")
+	fs.IntVar(&s.policyConns, "policy-conns", 50, "policy workload: connections, each its own identity")
+	fs.IntVar(&s.policyDepth, "policy-depth", 16, "policy workload: pipeline depth")
+	fs.IntVar(&s.policyRules, "policy-rules", 100, "policy workload: allow and deny rules of every identity")
+	fs.IntVar(&s.policyMany, "policy-identities", 500, "policy workload: identities of the many-identities server (0: none)")
+	fs.IntVar(&s.noisyConns, "noisy-conns", 10, "noisy workload: the quiet tenant's connections")
+	fs.IntVar(&s.noisyDepth, "noisy-depth", 1, "noisy workload: the quiet tenant's pipeline depth")
+	fs.IntVar(&s.noisyRate, "noisy-rate", 2000, "noisy workload: the noisy tenant's rate quota (requests a second)")
+	fs.IntVar(&s.noisyDials, "noisy-dials", 100, "noisy workload: connections a second the noisy tenant opens beyond its conns quota")
+	fs.StringVar(&s.noisyCPUs, "noisy-cpus", "", "noisy workload: CPU list of the noisy tenant's process (default --client-cpus)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
 	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port[@pid]` (loopback, repeatable; with its process id, its server CPU is measured too)")
@@ -254,9 +283,15 @@ func suiteMain(args []string, stderr io.Writer) int {
 		*conns = def("10,50", "1,10,50,200,500")
 	}
 	if *workloads == "" {
-		*workloads = def("lock,incr,kv,list,fanout", "lock,hot,incr,kv,list,fanout,cluster")
+		*workloads = def("lock,incr,kv,list,fanout", "lock,hot,incr,kv,list,fanout,cluster,policy,noisy")
 	}
 	if err := s.parseWorkloads(*workloads); err != nil {
+		return usageErr(stderr, err)
+	}
+	if err := s.checkPolicyFlags(); s.policy && err != nil {
+		return usageErr(stderr, err)
+	}
+	if err := s.checkNoisyFlags(); s.noisy && err != nil {
 		return usageErr(stderr, err)
 	}
 	if *primConns == "" {
@@ -418,6 +453,20 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 		}
 		s.stopAll()
 	}
+	var pol *policyResult
+	if s.policy {
+		if pol, err = s.policyPhase(ctx); err != nil {
+			return err
+		}
+		s.stopAll()
+	}
+	var nz *noisyResult
+	if s.noisy {
+		if nz, err = s.noisyPhase(ctx); err != nil {
+			return err
+		}
+		s.stopAll()
+	}
 	var scale *scalingResult
 	if s.scaling {
 		if scale, err = s.scalingPhase(ctx); err != nil {
@@ -432,7 +481,7 @@ func (s *runner) run(ctx context.Context, args []string) (err error) {
 		}
 	}
 	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
-	return s.write(args, envKV, recs, mem, fan, cl, scale)
+	return s.write(args, envKV, recs, mem, fan, cl, scale, pol, nz)
 }
 
 // core reports whether the run measures the core section's workloads.
@@ -456,13 +505,17 @@ func (s *runner) parseWorkloads(list string) error {
 			s.cluster = true
 		case w == "scaling":
 			s.scaling = true
+		case w == "policy":
+			s.policy = true
+		case w == "noisy":
+			s.noisy = true
 		default:
-			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout, cluster, scaling)", w)
+			return fmt.Errorf("--workloads: unknown %q (want lock, hot, incr, kv, list, fanout, cluster, policy, noisy, scaling)", w)
 		}
 	}
 	// The scaling workload pins servers and generator to CPU sets of its
 	// own, set once for the whole run.
-	if s.scaling && (s.core() || len(s.prims) > 0 || s.fanout || s.cluster) {
+	if s.scaling && (s.core() || len(s.prims) > 0 || s.fanout || s.cluster || s.policy || s.noisy) {
 		return errors.New("--workloads: scaling runs alone (its servers and load generator sit on CPU sets of their own)")
 	}
 	return nil
@@ -550,7 +603,8 @@ func cpuCount() int {
 // if this run measured locks or memory, the primitives section if it
 // measured incr, kv or list, the fan-out section if it ran the fan-out,
 // the cluster section if it ran the cluster comparison.
-func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result, cl *suite.ClusterResult, scale *scalingResult) error {
+func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem []suite.MemResult, fan []fanout.Result, cl *suite.ClusterResult, scale *scalingResult,
+	pol *policyResult, nz *noisyResult) error {
 	mode := "full"
 	if s.quick {
 		mode = "quick"
@@ -601,6 +655,18 @@ func (s *runner) write(args []string, env []suite.KV, recs []suite.Record, mem [
 			&suite.Report{Title: "Scaling over cores (generated)", Env: env, Command: command, Subject: "ng",
 				Notes: scale.Notes, RawPath: "scaling-" + mode + ".json"},
 			map[string]any{"environment": env, "scaling": scale, "command": command}, scale.charts(), scale.markdown})
+	}
+	if pol != nil {
+		secs = append(secs, section{policySection,
+			&suite.Report{Title: "Policy cost (generated)", Env: env, Command: command, Subject: policyOwn,
+				Notes: pol.Notes, RawPath: "policy-" + mode + ".json"},
+			map[string]any{"environment": env, "policy": pol, "command": command}, nil, pol.markdown})
+	}
+	if nz != nil {
+		secs = append(secs, section{noisySection,
+			&suite.Report{Title: "Noisy neighbour (generated)", Env: env, Command: command, Subject: noisyBeside,
+				Notes: nz.Notes, RawPath: "noisy-" + mode + ".json"},
+			map[string]any{"environment": env, "noisy": nz, "command": command}, nil, nz.markdown})
 	}
 	var order []string
 	for _, t := range s.targets {

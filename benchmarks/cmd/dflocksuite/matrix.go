@@ -165,6 +165,9 @@ func (p *windowProbe) usage() (procstat.Usage, bool, error) {
 
 func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
 	prefix := "suite"
+	if j.t.keyPrefix != "" {
+		prefix = j.t.keyPrefix
+	}
 	if j.t.freshKeys {
 		prefix = fmt.Sprintf("suite.%s.c%dd%dr%d", j.workload, j.conns, j.depth, j.rep)
 	}
@@ -172,7 +175,7 @@ func (s *runner) runLoad(ctx context.Context, j job) (suite.Record, error) {
 		Name: j.t.name, Addr: j.t.addr, Proto: loadgen.ProtoLine,
 		Workload: j.workload, Conns: j.conns, Depth: j.depth,
 		Warmup: s.warmup, Duration: s.duration,
-		KeyPrefix: prefix, RedisRelease: j.t.release,
+		KeyPrefix: prefix, RedisRelease: j.t.release, Tokens: j.t.tokens,
 	}
 	if j.t.kind == "redis" {
 		cfg.Proto = loadgen.ProtoRedis

@@ -94,7 +94,7 @@ func (s *runner) memoryOnly(ctx context.Context, args []string, env []suite.KV, 
 		return err
 	}
 	fmt.Fprintf(s.stderr, "dflocksuite: done in %v\n", time.Since(start).Round(time.Second))
-	return s.write(args, env, nil, mem, nil, nil, nil)
+	return s.write(args, env, nil, mem, nil, nil, nil, nil, nil)
 }
 
 // namedBin is a --mem-bin value.

@@ -261,7 +261,7 @@ func TestScalingWrite(t *testing.T) {
 	var stderr bytes.Buffer
 	s := &runner{stderr: &stderr, perfPath: perf, resultsDir: filepath.Join(dir, "benchmarks", "results")}
 	r := fakeScaling([]int{1, 2, 4, 8}, true)
-	if err := s.write([]string{"--workloads", "scaling"}, nil, nil, nil, nil, nil, r); err != nil {
+	if err := s.write([]string{"--workloads", "scaling"}, nil, nil, nil, nil, nil, r, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(perf)
@@ -307,7 +307,7 @@ func TestScalingWrite(t *testing.T) {
 
 	// A second run rewrites the section only.
 	r.Runs = r.Runs[:len(r.Targets)] // one shape of one repetition
-	if err := s.write([]string{"--workloads", "scaling"}, nil, nil, nil, nil, nil, r); err != nil {
+	if err := s.write([]string{"--workloads", "scaling"}, nil, nil, nil, nil, nil, r, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(perf)
