@@ -134,7 +134,7 @@ var routeChecks = map[string]routeCheck{
 	"POST /v1/signals/{channel}":         {class: policy.Signal, path: "channel"},
 	"GET /v1/keys":                       {class: policy.Observe, some: true},
 	"GET /v1/keys/{key}":                 {class: policy.Observe, path: "key"},
-	"GET /v1/events":                     {class: policy.Observe, all: true},
+	"GET /v1/events":                     {class: policy.Observe, some: true},
 	"GET /v1/deadlocks":                  {class: policy.Observe, some: true},
 	"GET /v1/hotkeys":                    {class: policy.Observe, some: true},
 	"POST /v1/admin/locks/{key}/release": {class: policy.Admin, path: "key"},

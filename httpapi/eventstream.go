@@ -376,6 +376,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	out := a.newSSEWriter(w, r)
+	out.scope = observeScope(r) // with a policy: only the events of keys the caller may observe
 	out.line("retry: 2000\n\n")
 	if reset {
 		out.line("event: reset\ndata: {}\n\n")
@@ -426,6 +427,7 @@ type sseWriter struct {
 	rc    *http.ResponseController
 	a     *API
 	probe *peerProbe // nil: none
+	scope *scope     // the caller's view (nil: every key)
 	buf   []byte
 	err   error
 	// pinged: the buffer holds a ping, after which the probe marks.
@@ -463,6 +465,9 @@ func (o *sseWriter) ping() bool {
 }
 
 func (o *sseWriter) event(e streamEvent) {
+	if !o.scope.sees(e.ev.Key) {
+		return
+	}
 	v := o.a.view()
 	ej := v.event(&e.ev)
 	ej.ID = o.a.events.formatID(e.id)
