@@ -6,48 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dflockd-ng/dflockd/internal/policyref"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/session"
 )
 
 // The policy model test over HTTP: random policies and random calls of
 // the routes that name a key, each answer checked against a naive
-// reference of the policy's definition (the README's class of each route,
-// the longest covering pattern): 403 forbidden if and only if the
-// reference denies.
-
-type httpModelRule struct {
-	classes map[string]bool
-	allow   bool
-	pattern string
-}
-
-func httpModelAllows(rules []httpModelRule, class, key string) bool {
-	best, bestLen, bestExact := -1, -1, false
-	for i, r := range rules {
-		if !r.classes[class] {
-			continue
-		}
-		l, exact := 0, false
-		switch p, prefix := strings.CutSuffix(r.pattern, "*"); {
-		case r.pattern == "*":
-		case prefix:
-			if !strings.HasPrefix(key, p) {
-				continue
-			}
-			l = len(p)
-		default:
-			if key != r.pattern {
-				continue
-			}
-			l, exact = len(key), true
-		}
-		if l > bestLen || l == bestLen && exact && !bestExact {
-			best, bestLen, bestExact = i, l, exact
-		}
-	}
-	return best >= 0 && rules[best].allow
-}
+// reference of the policy's definition (internal/policyref; the class of
+// each route is this test's own table, from the README): 403 forbidden if
+// and only if the reference denies.
 
 // httpModelRoutes: method, path (with %s for the key), class, body.
 var httpModelRoutes = []struct {
@@ -68,7 +36,6 @@ var httpModelRoutes = []struct {
 
 func TestPolicyModelHTTP(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 3))
-	classes := []string{"lock", "read", "write", "signal", "listen", "observe", "admin", "metrics"}
 	const alphabet = "ab."
 	randKey := func(max int) string {
 		b := make([]byte, 1+r.IntN(max))
@@ -79,46 +46,10 @@ func TestPolicyModelHTTP(t *testing.T) {
 	}
 	cases, refused := 0, 0
 	for range 200 {
-		var rules []httpModelRule
-		var text strings.Builder
-		text.WriteString("identity m\n token " + policy.TokenHash("tok-m") + "\n")
-		used := map[string]map[string]bool{}
-		for n := r.IntN(7); len(rules) < n; {
-			pat := "*"
-			if r.IntN(4) != 0 {
-				pat = randKey(3)
-				if r.IntN(2) == 0 {
-					pat += "*"
-				}
-			}
-			cs := map[string]bool{}
-			var names []string
-			for _, c := range classes {
-				if r.IntN(3) == 0 && !used[pat][c] {
-					cs[c] = true
-					names = append(names, c)
-				}
-			}
-			if len(names) == 0 {
-				continue
-			}
-			if used[pat] == nil {
-				used[pat] = map[string]bool{}
-			}
-			for _, c := range names {
-				used[pat][c] = true
-			}
-			rule := httpModelRule{classes: cs, allow: r.IntN(3) > 0, pattern: pat}
-			rules = append(rules, rule)
-			verb := "deny"
-			if rule.allow {
-				verb = "allow"
-			}
-			fmt.Fprintf(&text, " %s %s %s\n", verb, strings.Join(names, ","), pat)
-		}
-		p, err := policy.Parse([]byte(text.String()))
+		rules, text := policyref.Random(r, 6, randKey, "")
+		p, err := policy.Parse([]byte(text))
 		if err != nil {
-			t.Fatalf("%v\n%s", err, text.String())
+			t.Fatalf("%v\n%s", err, text)
 		}
 		ts := newServer(t, setup{sess: session.Config{Policy: p}, cfg: Config{AdminToken: "adm"}})
 		cr := ts.send(req{method: "POST", path: "/v1/sessions", header: bearer("tok-m")})
@@ -133,11 +64,11 @@ func TestPolicyModelHTTP(t *testing.T) {
 			h := bearer("tok-m")
 			h[adminHeader] = "adm"
 			rep := ts.send(req{method: rt.method, path: fmt.Sprintf(rt.path, key), body: rt.body, session: s.SessionID, header: h})
-			want := httpModelAllows(rules, rt.class, key)
+			want := policyref.Allows(rules, rt.class, key)
 			cases++
 			if (rep.status == 403) == want {
 				t.Fatalf("%s %s → %d %s, the reference says allowed=%v; policy:\n%s", rt.method, fmt.Sprintf(rt.path, key),
-					rep.status, rep.body, want, text.String())
+					rep.status, rep.body, want, text)
 			}
 			if !want {
 				refused++

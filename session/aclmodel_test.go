@@ -8,102 +8,19 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/policyref"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // The policy model test: random policies and random requests through the
 // line protocol's sessions (each profile) and the godistlock codec, each
-// reply checked against a naive reference of the policy's definition:
-// refused (error_denied, godistlock's NO) if and only if the reference
-// denies. The reference is written from the README's words, not from
-// package policy: its own table of each command's class, and the longest
-// covering pattern found by comparing every rule.
+// reply checked against a naive reference of the policy's definition
+// (internal/policyref): refused (error_denied, godistlock's NO) if and
+// only if the reference denies. The class of each command is this test's
+// own table, from the README.
 
-type modelRule struct {
-	classes []string
-	allow   bool
-	pattern string // *, prefix*, or a key
-}
-
-// covers: the rule's pattern covers key (a literal key).
-func (r modelRule) covers(key string) (ok bool, length int, exact bool) {
-	if r.pattern == "*" {
-		return true, 0, false
-	}
-	if p, prefix := strings.CutSuffix(r.pattern, "*"); prefix {
-		return strings.HasPrefix(key, p), len(p), false
-	}
-	return key == r.pattern, len(r.pattern), true
-}
-
-func (r modelRule) names(class string) bool {
-	for _, c := range r.classes {
-		if c == class || c == "*" {
-			return true
-		}
-	}
-	return false
-}
-
-// modelAllows is the definition: the longest covering pattern naming the
-// class decides; an exact key wins a tie; none denies.
-func modelAllows(rules []modelRule, class, key string) bool {
-	best, bestLen, bestExact := -1, -1, false
-	for i, r := range rules {
-		ok, l, exact := r.covers(key)
-		if !ok || !r.names(class) {
-			continue
-		}
-		if l > bestLen || l == bestLen && exact && !bestExact {
-			best, bestLen, bestExact = i, l, exact
-		}
-	}
-	return best >= 0 && rules[best].allow
-}
-
-// modelAllowsPattern: every key the subscription pattern can match is
-// allowed. Keys are drawn from a small alphabet, so it is checked on every
-// key up to a length past the longest rule.
-func modelAllowsPattern(rules []modelRule, class, pattern string) bool {
-	toks := strings.Split(pattern, ".")
-	var lit []string
-	wild := false
-	for _, t := range toks {
-		if t == "*" || t == ">" {
-			wild = true
-			break
-		}
-		lit = append(lit, t)
-	}
-	if !wild {
-		return modelAllows(rules, class, pattern)
-	}
-	prefix := strings.Join(lit, ".")
-	if len(lit) > 0 {
-		prefix += "."
-	}
-	ok := true
-	forKeys(prefix, 4, func(k string) {
-		if ok && !modelAllows(rules, class, k) {
-			ok = false
-		}
-	})
-	return ok
-}
-
-// forKeys calls f with prefix followed by every string of up to n bytes
-// of the model's alphabet (prefix itself included).
-func forKeys(prefix string, n int, f func(string)) {
-	f(prefix)
-	if n == 0 {
-		return
-	}
-	for _, c := range modelAlphabet {
-		forKeys(prefix+string(c), n-1, f)
-	}
-}
-
+// modelAlphabet is what the model's keys and patterns are made of.
 const modelAlphabet = "ab/."
 
 // modelClass is the README's table of classes, by command.
@@ -130,8 +47,6 @@ var modelArg = map[string]string{
 	"lpop": "_", "rpop": "_", "blpop": "0", "brpop": "0", "bwait": "2 0", "signal": "hi", "listen": "_",
 }
 
-var modelClasses = []string{"lock", "read", "write", "signal", "listen", "observe", "admin", "metrics"}
-
 func randModelKey(r *rand.Rand, max int) string {
 	n := 1 + r.IntN(max)
 	b := make([]byte, n)
@@ -139,48 +54,6 @@ func randModelKey(r *rand.Rand, max int) string {
 		b[i] = modelAlphabet[r.IntN(len(modelAlphabet))]
 	}
 	return string(b)
-}
-
-// randModelPolicy returns one identity's rules and the policy file text.
-func randModelPolicy(r *rand.Rand) ([]modelRule, string) {
-	var rules []modelRule
-	var b strings.Builder
-	b.WriteString("identity m\n token " + policy.TokenHash("tok-m") + "\n")
-	used := map[string]map[string]bool{} // pattern → classes named
-	for n := r.IntN(8); len(rules) < n; {
-		var pat string
-		switch r.IntN(4) {
-		case 0:
-			pat = "*"
-		case 1:
-			pat = randModelKey(r, 3)
-		default:
-			pat = randModelKey(r, 3) + "*"
-		}
-		var classes []string
-		for _, c := range modelClasses {
-			if r.IntN(3) == 0 && !used[pat][c] {
-				classes = append(classes, c)
-			}
-		}
-		if len(classes) == 0 {
-			continue
-		}
-		if used[pat] == nil {
-			used[pat] = map[string]bool{}
-		}
-		for _, c := range classes {
-			used[pat][c] = true
-		}
-		rule := modelRule{classes: classes, allow: r.IntN(3) > 0, pattern: pat}
-		rules = append(rules, rule)
-		verb := "deny"
-		if rule.allow {
-			verb = "allow"
-		}
-		fmt.Fprintf(&b, " %s %s %s\n", verb, strings.Join(classes, ","), pat)
-	}
-	return rules, b.String()
 }
 
 func TestPolicyModelLineProtocol(t *testing.T) {
@@ -192,7 +65,7 @@ func TestPolicyModelLineProtocol(t *testing.T) {
 	cases, refused := 0, 0
 	for _, profile := range []vocab.Profile{vocab.ProfileV2, vocab.ProfileRF, vocab.ProfileV1} {
 		for range 150 {
-			rules, text := randModelPolicy(r)
+			rules, text := policyref.Random(r, 7, func(n int) string { return randModelKey(r, n) }, "")
 			p, err := policy.Parse([]byte(text))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
@@ -214,9 +87,9 @@ func TestPolicyModelLineProtocol(t *testing.T) {
 					if r.IntN(2) == 0 {
 						key = strings.TrimSuffix(key, ".") + ".>"
 					}
-					want = modelAllowsPattern(rules, class, key)
+					want = policyref.AllowsPattern(rules, class, key, modelAlphabet, 4)
 				} else {
-					want = modelAllows(rules, class, key)
+					want = policyref.Allows(rules, class, key)
 				}
 				got := fs.traffic(c, request(cmd, key, modelArg[cmd]))
 				cases++
@@ -234,7 +107,7 @@ func TestPolicyModelLineProtocol(t *testing.T) {
 			st := fs.traffic(c, request("stats", "_", "_"))
 			some := false
 			for _, rule := range rules {
-				some = some || rule.allow && rule.names("observe")
+				some = some || rule.Allow && rule.Names("observe")
 			}
 			if (st == "error_denied\n") == some {
 				t.Fatalf("stats → %q, want allowed=%v; policy:\n%s", st, some, text)
@@ -251,7 +124,7 @@ func TestPolicyModelGodistlock(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 2))
 	cases := 0
 	for range 300 {
-		rules, text := randModelPolicy(r)
+		rules, text := policyref.Random(r, 7, func(n int) string { return randModelKey(r, n) }, "")
 		text = strings.Replace(text, "identity m\n", "identity m\n cert m.clients\n", 1)
 		p, err := policy.Parse([]byte(text))
 		if err != nil {
@@ -281,7 +154,7 @@ func TestPolicyModelGodistlock(t *testing.T) {
 				line = fmt.Sprintf("%s %s 5000 7 n%d\n", op, key, i)
 			}
 			got := fs.traffic(c, line)
-			want := modelAllows(rules, class, key)
+			want := policyref.Allows(rules, class, key)
 			denied := got == fmt.Sprintf("NO n%d\n", i)
 			cases++
 			switch {
