@@ -313,6 +313,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	rc.Logger = rlog
 	events := metrics.NewRaftEvents() // /metrics registers them, with --http-port
 	node, err := cluster.New(cluster.Config{
+		Version: version,
 		Observer: cluster.Observer{LeaderChange: events.LeaderChanged, Commit: events.ObserveCommit,
 			Apply: events.ObserveApply, NewLeader: func(id, raftAddr string) {
 				log.Info("raft: a new leader", "leader_id", id, "leader_raft_addr", raftAddr)
