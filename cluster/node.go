@@ -348,7 +348,8 @@ func (n *Node) promote(term uint64) {
 	ops := []Op{
 		{Kind: OpOrphanTTL, TTL: n.cfg.OrphanTTL}, // before the Promote that may orphan
 		{Kind: OpPromote}}
-	if floor, ok := n.fsm.restoredFloor(); ok {
+	floor, restored := n.fsm.restoredFloor()
+	if restored {
 		// A cluster restored from a backup: its fences go above any the
 		// backup's source issued, first of all (backup.go).
 		floor = max(floor, uint64(time.Now().UnixNano()))
@@ -362,7 +363,7 @@ func (n *Node) promote(term uint64) {
 	if epoch == 0 {
 		return
 	}
-	n.publishMembers() // members.go: the client addresses the log lacks
+	n.publishMembers(restored) // members.go: the client addresses the log lacks
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.term != term {

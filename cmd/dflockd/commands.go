@@ -30,6 +30,7 @@ func init() {
 			run: runVersion},
 		{name: "completion", usage: completionUsage, run: runCompletion},
 		{name: "policy", usage: policyUsage, run: runPolicy},
+		{name: "snapshot", usage: snapshotUsage, run: runSnapshot},
 		{name: "help", usage: "usage: dflockd help [COMMAND]\n\nPrints the flags (as --help does), or a command's help.\n",
 			run: runHelp},
 	}

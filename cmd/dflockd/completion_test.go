@@ -69,7 +69,7 @@ func TestUsageCompletionScripts(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "cert.pem"), nil, 0o600)
 	os.Mkdir(filepath.Join(dir, "raft"), 0o700)
 	common := []completionCase{
-		{[]string{""}, []string{"version", "completion", "policy", "help"}},
+		{[]string{""}, []string{"version", "completion", "policy", "snapshot", "help"}},
 		{[]string{"ver"}, []string{"version"}},
 		{[]string{"completion", ""}, []string{"bash", "zsh"}},
 		{[]string{"help", "c"}, []string{"completion"}},
