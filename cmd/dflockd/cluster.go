@@ -333,6 +333,11 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	}
 	r.node = node
 	nodeRef.Store(node)
+	if index, digest := node.FSM().Applied(); index > 0 {
+		// raft restored the newest snapshot: a member restored from a
+		// backup names the backup's digest here.
+		log.Info("raft: replica state at start", "index", index, "state_digest", fmt.Sprintf("%x", digest))
+	}
 	if c.Bootstrap {
 		if err := node.Bootstrap(servers); err != nil {
 			_ = node.Shutdown()
