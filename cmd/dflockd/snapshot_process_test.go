@@ -151,6 +151,17 @@ func TestClusterSnapshotRestore(t *testing.T) {
 		})
 	}
 
+	// Followers redirect to the new leader's client address, not to an
+	// address of the backup's source.
+	for _, m := range dst {
+		if m != nl {
+			within(t, 5*time.Second, m.id+" redirecting to the new leader", func() (bool, string) {
+				got := ask(m.client, "l", "redirect-probe", "0", 2*time.Second)
+				return got == "error_not_leader "+nl.client, got
+			})
+		}
+	}
+
 	// The lock held at save time is held still; the first fence after the
 	// restore is above every fence the source issued.
 	if got := ask(nl.client, "l", "held", "0", 5*time.Second); got != "timeout" {
