@@ -52,6 +52,9 @@ func backupOf(t *testing.T) (*FSM, snapfile.Info, []byte) {
 // first leader's OpFenceFloor then lifts fences above the restore floor.
 func TestRestoreDir(t *testing.T) {
 	src, info, state := backupOf(t)
+	if _, ok := src.restoredFloor(); ok {
+		t.Fatal("a cluster never restored owes a fence floor")
+	}
 	dir := filepath.Join(t.TempDir(), "member")
 	now := time.Unix(1000, 0) // a clock far behind the fences: the margin decides
 	servers := []raft.Server{{ID: "x", Address: "127.0.0.1:7001", Suffrage: raft.Voter}}

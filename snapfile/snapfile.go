@@ -18,6 +18,7 @@ package snapfile
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -157,10 +158,13 @@ func Read(r io.Reader, progress func(done, total int64)) (Info, []byte, error) {
 	}
 	info.Size = size(hdr, int64(n))
 	cr.total = info.Size
-	state := make([]byte, n)
-	if _, err := io.ReadFull(cr, state); err != nil {
+	// Grown as the bytes arrive, not sized by the unverified length: a
+	// damaged length must not allocate what the file does not hold.
+	var sb bytes.Buffer
+	if _, err := io.CopyN(&sb, cr, int64(n)); err != nil {
 		return info, nil, fmt.Errorf("%w: truncated: %d of %d bytes: %w", ErrDamaged, cr.n, info.Size, err)
 	}
+	state := sb.Bytes()
 	want := sum.Sum(nil)
 	var got [sha256.Size]byte
 	if _, err := io.ReadFull(cr, got[:]); err != nil {

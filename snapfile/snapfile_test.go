@@ -61,3 +61,24 @@ func TestDamageRefused(t *testing.T) {
 		t.Fatalf("not a snapshot: %v", err)
 	}
 }
+
+// FuzzRead: no input crashes the reader; what it accepts is exactly one
+// whole file, its state within it.
+func FuzzRead(f *testing.F) {
+	var b bytes.Buffer
+	if err := Write(&b, &Header{Index: 1, Digest: "d"}, []byte("state")); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add([]byte(Magic))
+	f.Add(append([]byte(Magic), 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, state, err := Read(bytes.NewReader(data), nil)
+		if err != nil {
+			return
+		}
+		if info.Size != int64(len(data)) || len(state) >= len(data) {
+			t.Fatalf("accepted %d bytes as a file of %d with %d of state", len(data), info.Size, len(state))
+		}
+	})
+}
