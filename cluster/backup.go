@@ -51,11 +51,9 @@ import (
 // keeping their holds until their leases end; claims left to stable-refs
 // (--orphan-ttl) stay orphans for the rest of their TTL.
 
-// fenceMargin is added to a backup's last fence for the restored floor:
-// a bound on the fences its source issued after the backup when the
-// restoring machine's clock is behind the source's (2^40: twelve days of
-// a million grants a second, and a thousandth of the fences left).
-const fenceMargin = 1 << 40
+// fenceMargin is added to a backup's last fence for the restored floor
+// (snapfile.RestoreFenceMargin says why).
+const fenceMargin = snapfile.RestoreFenceMargin
 
 // ErrNotInited is returned when there is no state to back up yet.
 var ErrNotInited = errors.New("cluster: no replicated state yet (the cluster's first entry has not applied)")

@@ -34,6 +34,14 @@ const Magic = "DFLKSNAP"
 // Version is the format version this package writes and reads.
 const Version = 1
 
+// RestoreFenceMargin is what a restore adds to the header's Fence for
+// the floor of the restored cluster's fences (which also stay above the
+// restoring machine's wall clock in ns): a bound on the fences the
+// backup's source issued after the backup when that clock is behind the
+// source's (2^40: twelve days of a million grants a second, and a
+// thousandth of the fences left).
+const RestoreFenceMargin = 1 << 40
+
 // Limits on what a reader accepts before it has verified the checksum.
 const (
 	// maxHeader: a header is a few hundred bytes (members: a few dozen).

@@ -62,16 +62,20 @@ func (c *cli) snapshot(g *globals, args []string) int {
 
 // snapshotReport is what save and status print.
 type snapshotReport struct {
-	File    string          `json:"file"`
-	Format  int             `json:"format"`
-	Size    int64           `json:"size"`
-	SHA256  string          `json:"sha256"`
-	Header  snapfile.Header `json:"header"`
-	Elapsed string          `json:"elapsed,omitempty"`
+	File   string          `json:"file"`
+	Format int             `json:"format"`
+	Size   int64           `json:"size"`
+	SHA256 string          `json:"sha256"`
+	Header snapfile.Header `json:"header"`
+	// FenceFloor: a restore's fences are above it (and above the
+	// restoring machine's wall clock in ns).
+	FenceFloor uint64 `json:"fence_floor"`
+	Elapsed    string `json:"elapsed,omitempty"`
 }
 
 func (c *cli) report(g *globals, file string, info *snapfile.Info, elapsed time.Duration) {
-	r := snapshotReport{File: file, Format: info.Version, Size: info.Size, SHA256: info.Sum, Header: info.Header}
+	r := snapshotReport{File: file, Format: info.Version, Size: info.Size, SHA256: info.Sum, Header: info.Header,
+		FenceFloor: info.Header.Fence + snapfile.RestoreFenceMargin}
 	if elapsed > 0 {
 		r.Elapsed = elapsed.Round(time.Millisecond).String()
 	}
@@ -95,7 +99,8 @@ func (c *cli) report(g *globals, file string, info *snapfile.Info, elapsed time.
 	fmt.Fprintf(&b, "digest      %s\n", h.Digest)
 	fmt.Fprintf(&b, "keys        %d\n", h.Keys)
 	fmt.Fprintf(&b, "locks held  %d\n", h.LocksHeld)
-	fmt.Fprintf(&b, "fence       %d (the last issued; a restore's fences are above it + 2^40)", h.Fence)
+	fmt.Fprintf(&b, "fence       %d (the last issued)\n", h.Fence)
+	fmt.Fprintf(&b, "fence floor %d (a restore's fences are above it, and above the restoring machine's clock in ns)", r.FenceFloor)
 	if elapsed > 0 {
 		fmt.Fprintf(&b, "\ntook        %s", r.Elapsed)
 	}

@@ -47,7 +47,7 @@ func TestSnapshotCommand(t *testing.T) {
 	}
 	r = run(t, nil, "snapshot", "status", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "format      1") || !strings.Contains(r.stdout, "keys        3") ||
-		!strings.Contains(r.stdout, "fence       77") || !strings.Contains(r.stdout, "members     n1=127.0.0.1:7001") {
+		!strings.Contains(r.stdout, "fence       77 ") || !strings.Contains(r.stdout, "fence floor 1099511627853 ") || !strings.Contains(r.stdout, "members     n1=127.0.0.1:7001") {
 		t.Fatalf("status: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	short := filepath.Join(dir, "short.snap")
