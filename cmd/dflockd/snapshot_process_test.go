@@ -188,6 +188,16 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	if freed < left-2*time.Second {
 		t.Fatalf("the lock held at save time was free %v after the restored cluster's start; its lease had %v left", freed, left)
 	}
+	// Bounded in memory: each restored member holds a small state.
+	for _, m := range dst {
+		if rss := (&serverProc{cmd: m.cmd}).rss(t); rss > maxMemberRSS {
+			t.Errorf("%s: resident set %d MiB, over %d MiB", m.id, rss>>20, maxMemberRSS>>20)
+		}
+	}
 	t.Logf("lease left at save %v, free %v after the restored leader answered; fences: source up to %d, restored from %d",
 		left.Round(time.Millisecond), freed.Round(time.Millisecond), maxFence.Load(), first)
 }
+
+// maxMemberRSS bounds a restored member's memory in the test: a few
+// dozen keys, and the runtime, raft and its log cache (tens of MiB).
+const maxMemberRSS = 256 << 20
