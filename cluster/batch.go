@@ -77,6 +77,10 @@ const (
 	// connection its answer goes to. A new kind, like OpForeign: a
 	// replica too old to know it stops on it rather than skip it.
 	OpForceRelease
+	// OpFenceFloor raises the fence counter to Floor (engine.RaiseFence):
+	// the first leader of a cluster restored from a backup proposes it
+	// before its Promote (backup.go). A new kind, like OpForeign.
+	OpFenceFloor
 	opLimit
 )
 
@@ -94,6 +98,8 @@ type Op struct {
 	Foreign Foreign
 	// Release: OpForceRelease.
 	Release ForceRelease
+	// Floor: OpFenceFloor.
+	Floor uint64
 }
 
 // ForceRelease is an operator's release (engine/forcerelease.go).
@@ -230,6 +236,8 @@ func appendOp(dst []byte, op *Op) []byte {
 		dst = binary.AppendVarint(dst, int64(op.TTL))
 	case OpMember:
 		dst = appendMember(dst, &op.Member)
+	case OpFenceFloor:
+		dst = binary.AppendUvarint(dst, op.Floor)
 	case OpForceRelease:
 		// conn | u8 semaphore | key | who | uvarint fence
 		fr := &op.Release
@@ -429,6 +437,8 @@ func (d *decoder) opInto(op *Op) {
 		}
 	case OpMember:
 		op.Member = d.member()
+	case OpFenceFloor:
+		op.Floor = d.uvarint()
 	case OpForceRelease:
 		op.Conn = d.uvarint()
 		fr := &op.Release

@@ -18,6 +18,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{batchFormat, 0, 0})
+	f.Add(AppendBatch(nil, &Batch{Stamp: 5, Ops: []Op{{Kind: OpFenceFloor, Floor: 1 << 60}, {Kind: OpPromote}}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := DecodeBatch(data)
 		if err != nil {
@@ -60,6 +61,12 @@ func TestBatchRoundTrip(t *testing.T) {
 		if cap(b2.Ops) > cap(used) {
 			used = b2.Ops
 		}
+	}
+	// A restored cluster's first leader's batch (backup.go).
+	floor := AppendBatch(nil, &Batch{Stamp: 5, Ops: []Op{{Kind: OpFenceFloor, Floor: 1<<60 + 7}, {Kind: OpOrphanTTL}, {Kind: OpPromote}}})
+	if b, err := DecodeBatch(floor); err != nil || b.Ops[0].Kind != OpFenceFloor || b.Ops[0].Floor != 1<<60+7 ||
+		!bytes.Equal(AppendBatch(nil, &b), floor) {
+		t.Fatalf("OpFenceFloor round trip: %v %+v", err, b.Ops)
 	}
 	for _, bad := range [][]byte{{}, {2, 0, 0}, {batchFormat, 0, 1, byte(opLimit)}, {batchFormat, 0, 0, 9}} {
 		if _, err := DecodeBatch(bad); !errors.Is(err, ErrBadBatch) {

@@ -25,6 +25,13 @@
 // end (renewable and releasable by token). Results reach the node's own
 // connections through its Output; followers deliver nothing.
 //
+// Backups (backup.go). The leader captures the FSM's snapshot at its
+// applied index into a snapshot file (package snapfile); a restore makes
+// it the raft snapshot of a new cluster's members, and that cluster's
+// first leader raises the fence counter above anything the backup's
+// source could have issued (OpFenceFloor) before its Promote ends the
+// source's sessions as a failover does.
+//
 // Every request but stats goes through the log, reads included, so a
 // reply never shows state a later leader could lose; so do godistlock's
 // lock commands (OpForeign, foreign.go), answered by tag and nonce rather

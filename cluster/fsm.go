@@ -72,8 +72,9 @@ type FSM struct {
 	// queue and runs them when the wait ends (engine/queue.go).
 	conns map[uint64]engine.SessionID
 	ids   map[engine.SessionID]uint64
-	// index is that of the last entry applied.
-	index uint64
+	// index and term are those of the last entry applied (term: 0 until
+	// an entry applies after a Restore).
+	index, term uint64
 	// The stable-ref state (orphans.go), read and written on the apply
 	// goroutine only.
 	orphanTTL time.Duration
@@ -151,7 +152,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			}
 		}
 		f.mu.Lock()
-		f.index = l.Index
+		f.index, f.term = l.Index, l.Term
 		f.mu.Unlock()
 		f.entryMu.Unlock()
 	}
@@ -228,6 +229,10 @@ func (f *FSM) applyBatch(b *Batch) any {
 		case OpGC:
 			if f.eng != nil {
 				f.run(0, &engine.Command{Kind: engine.KindGC, At: now})
+			}
+		case OpFenceFloor:
+			if f.eng != nil {
+				f.eng.RaiseFence(op.Floor)
 			}
 		}
 	}
@@ -380,6 +385,11 @@ func (f *FSM) Digest() [sha256.Size]byte {
 func (f *FSM) Applied() (uint64, [sha256.Size]byte) {
 	f.entryMu.Lock()
 	defer f.entryMu.Unlock()
+	return f.appliedLocked()
+}
+
+// appliedLocked is Applied, with entryMu held.
+func (f *FSM) appliedLocked() (uint64, [sha256.Size]byte) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	h := sha256.New()

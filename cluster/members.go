@@ -239,8 +239,10 @@ func (n *Node) publish(m Member) error {
 
 // publishMembers is a new leader's publication of the client addresses
 // the log lacks (see the file comment); a failure is left to the next
-// promotion.
-func (n *Node) publishMembers() {
+// promotion. The first leader of a cluster restored from a backup
+// (restored) publishes every member's configured address that differs
+// from the log's: the log's are the backup's source's.
+func (n *Node) publishMembers(restored bool) {
 	cf := n.raft.GetConfiguration()
 	if cf.Error() != nil {
 		return
@@ -252,7 +254,7 @@ func (n *Node) publishMembers() {
 			continue
 		}
 		got, ok := n.fsm.MemberAddr(s.ID)
-		if !ok || (s.ID == n.cfg.ID && got != static) {
+		if !ok || ((restored || s.ID == n.cfg.ID) && got != static) {
 			ops = append(ops, Op{Kind: OpMember, Member: Member{ID: s.ID, Client: static}})
 		}
 	}

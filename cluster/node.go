@@ -58,6 +58,9 @@ type Config struct {
 	// ops queued are proposed without waiting (default 1024).
 	Inflight int
 	BatchMax int
+	// Version names this server in the header of its backups
+	// (SaveSnapshot).
+	Version string
 	// Observer is told of leader changes and of the leader's commit and
 	// apply times, for the metrics (observe.go); its zero value: nothing.
 	Observer Observer
@@ -342,9 +345,17 @@ func (n *Node) promote(term uint64) {
 			return
 		}
 	}
-	f := n.raft.Apply(AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: []Op{
+	ops := []Op{
 		{Kind: OpOrphanTTL, TTL: n.cfg.OrphanTTL}, // before the Promote that may orphan
-		{Kind: OpPromote}}}), 0)
+		{Kind: OpPromote}}
+	floor, restored := n.fsm.restoredFloor()
+	if restored {
+		// A cluster restored from a backup: its fences go above any the
+		// backup's source issued, first of all (backup.go).
+		floor = max(floor, uint64(time.Now().UnixNano()))
+		ops = append([]Op{{Kind: OpFenceFloor, Floor: floor}}, ops...)
+	}
+	f := n.raft.Apply(AppendBatch(nil, &Batch{Stamp: n.fsm.Now(), Ops: ops}), 0)
 	if f.Error() != nil {
 		return
 	}
@@ -352,7 +363,7 @@ func (n *Node) promote(term uint64) {
 	if epoch == 0 {
 		return
 	}
-	n.publishMembers() // members.go: the client addresses the log lacks
+	n.publishMembers(restored) // members.go: the client addresses the log lacks
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.term != term {

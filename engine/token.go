@@ -68,3 +68,20 @@ func (e *Engine) validToken(t fence.Token) bool { return t.Salt == e.salt(t.Fenc
 // Token returns the token of the grant that took fence f: what a grant
 // reply carries. (Tests and tools predict tokens with it.)
 func (e *Engine) Token(f uint64) fence.Token { return e.token(f) }
+
+// RaiseFence makes every fence issued from now on above floor: the
+// counter becomes max(its value, floor). A cluster raises it on every
+// replica alike, from a log entry, after restoring a backup (the fences
+// the backup's source issued after it was taken are below floor). It
+// reports whether the counter moved.
+func (e *Engine) RaiseFence(floor uint64) bool {
+	for {
+		v := e.fence.Load()
+		if v >= floor {
+			return false
+		}
+		if e.fence.CompareAndSwap(v, floor) {
+			return true
+		}
+	}
+}

@@ -140,6 +140,7 @@ var routeChecks = map[string]routeCheck{
 	"POST /v1/admin/locks/{key}/release": {class: policy.Admin, path: "key"},
 	"POST /v1/admin/voters":              {class: policy.Admin, all: true},
 	"DELETE /v1/admin/voters/{id}":       {class: policy.Admin, all: true},
+	"GET /v1/admin/snapshot":             {class: policy.Admin, all: true},
 	"POST /v1/locks/{key}":               {class: policy.Lock, path: "key"},
 	"POST /v1/locks/{key}/release":       {class: policy.Lock, path: "key"},
 	"POST /v1/locks/{key}/renew":         {class: policy.Lock, path: "key"},

@@ -271,6 +271,7 @@ func (a *API) routeTable() []route {
 		{"GET /v1/readindex", a.readIndex},
 		{"POST /v1/admin/voters", a.addVoter},
 		{"DELETE /v1/admin/voters/{id}", a.removeVoter},
+		{"GET /v1/admin/snapshot", a.saveSnapshot},
 		{"GET /v1/acl/log", a.aclLog},
 		{"GET /v1/acl/whoami", a.aclWhoami},
 		{"GET /v1/acl/check", a.aclCheck},

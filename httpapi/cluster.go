@@ -37,9 +37,9 @@ import (
 //   - GET /v1/readindex answers 200 once the member is sure it leads
 //     and its replica holds everything committed before the request
 //     (Cluster.ReadIndex).
-//   - The admin routes change the membership, with the admin token in
-//     X-Dflockd-Admin (Config.AdminToken; without one they answer 503
-//     admin_disabled).
+//   - The admin routes change the membership and stream backups
+//     (snapshot.go), with the admin token in X-Dflockd-Admin
+//     (Config.AdminToken; without one they answer 503 admin_disabled).
 
 // Cluster is a cluster member's raft side (cluster.Node): errors that
 // wrap cluster.ErrNotLeader answer 503 not_leader; cluster.ErrBadMember

@@ -8,7 +8,8 @@
 //     kv, counter, list, signal, listen, watch, barrier and observe reach the
 //     other primitives, "raw" sends any request, "interactive" is a
 //     prompt with line editing and history, and "cluster add|remove"
-//     changes a cluster's membership through its leader's HTTP admin API;
+//     changes a cluster's membership through its leader's HTTP admin API,
+//     "snapshot save|status" backs its state up through it;
 //     "acl log|whoami|check" shows the server's policy at work.
 //
 // Global options go before or after the command's name. Exit codes are
@@ -62,8 +63,9 @@ Server commands:
   ping                             stats
   raw CMD KEY ARG                  interactive (also: no command, on a terminal)
 
-Cluster membership (the leader's HTTP admin API):
+Cluster membership and backups (the leader's HTTP admin API):
   cluster add ID RAFT_ADDR CLIENT_ADDR | cluster remove ID   [--http HOST:PORT,...] [--admin-token T]
+  snapshot save FILE [--http HOST:PORT,...] [--admin-token T]   snapshot status FILE
 
 Lock observatory (the server's HTTP API):
   locks [PREFIX] [--kind K,...]    deadlocks                        [--http HOST:PORT,...]
@@ -88,7 +90,7 @@ Global options (before or after the command):
   --stable-ref REF                   present REF on connecting (a cluster's --orphan-ttl re-adoption)
   --auth-token T, --auth-token-file F
   --tls, --tls-ca F, --tls-cert F, --tls-key F, --tls-server-name N, --tls-insecure
-  --http HOST:PORT[,HOST:PORT...]    the server's HTTP API, for cluster, locks, deadlocks, top, admin
+  --http HOST:PORT[,HOST:PORT...]    the server's HTTP API, for cluster, snapshot, locks, deadlocks, top, admin
   --json                             machine-readable output
 
 Run "dflockctl help COMMAND" (or "dflockctl COMMAND --help") for a command's
@@ -121,6 +123,7 @@ func init() {
 		"stats":       {run: (*cli).stats, interactive: true},
 		"raw":         {run: (*cli).raw, interactive: true},
 		"cluster":     {run: (*cli).cluster},
+		"snapshot":    {run: (*cli).snapshot},
 		"locks":       {run: (*cli).locks},
 		"deadlocks":   {run: (*cli).deadlocks},
 		"top":         {run: (*cli).top},

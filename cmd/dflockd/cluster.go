@@ -325,6 +325,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	rc.Logger = rlog
 	events := metrics.NewRaftEvents() // /metrics registers them, with --http-port
 	node, err := cluster.New(cluster.Config{
+		Version: version,
 		Observer: cluster.Observer{LeaderChange: events.LeaderChanged, Commit: events.ObserveCommit,
 			Apply: events.ObserveApply, NewLeader: func(id, raftAddr string) {
 				log.Info("raft: a new leader", "leader_id", id, "leader_raft_addr", raftAddr)
@@ -344,6 +345,11 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	}
 	r.node = node
 	nodeRef.Store(node)
+	if index, digest := node.FSM().Applied(); index > 0 {
+		// raft restored the newest snapshot: a member restored from a
+		// backup names the backup's digest here.
+		log.Info("raft: replica state at start", "index", index, "state_digest", fmt.Sprintf("%x", digest))
+	}
 	if c.Bootstrap {
 		if err := node.Bootstrap(servers); err != nil {
 			_ = node.Shutdown()

@@ -32,6 +32,7 @@ func init() {
 		{name: "completion", usage: completionUsage, run: runCompletion},
 		{name: "policy", usage: policyUsage, run: runPolicy},
 		{name: "health", usage: healthUsage, run: runHealth},
+		{name: "snapshot", usage: snapshotUsage, run: runSnapshot},
 		{name: "help", usage: "usage: dflockd help [COMMAND]\n\nPrints the flags (as --help does), or a command's help.\n",
 			run: runHelp},
 	}

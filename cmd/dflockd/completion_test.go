@@ -69,7 +69,7 @@ func TestUsageCompletionScripts(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "cert.pem"), nil, 0o600)
 	os.Mkdir(filepath.Join(dir, "raft"), 0o700)
 	common := []completionCase{
-		{[]string{""}, []string{"version", "completion", "policy", "health", "help"}},
+		{[]string{""}, []string{"version", "completion", "policy", "health", "snapshot", "help"}},
 		{[]string{"hea"}, []string{"health"}},
 		{[]string{"health", "--"}, []string{"--addr", "--http", "--timeout", "--compat", "--auth-token-file", "--tls-cert"}},
 		{[]string{"health", "--addr", ""}, nil},

@@ -14,13 +14,16 @@ import (
 
 const usageHeader = `Usage: dflockd [flags]
        dflockd version | health [FLAGS] | completion bash|zsh | help [COMMAND]
+       dflockd policy hash [TOKEN] | snapshot restore FILE --raft-dir DIR
 
 dflockd-ng: a lock server compatible with dflockd v2.
 
 Commands: version prints the version; health asks a running server whether
 it answers (exit 0) or not (exit 1), for a container's HEALTHCHECK;
 completion prints a shell completion script for every flag (source <(dflockd
-completion bash)); help prints this text, or a command's help.
+completion bash)); help prints this text, or a command's help; policy hash
+prints a token's policy file line; snapshot restore builds a new cluster
+member's directory from a backup.
 
 Flags are written -flag or --flag, with the value as --flag=value or --flag value;
 booleans as --flag or --flag=false. Durations are whole seconds. A flag on the
