@@ -910,3 +910,25 @@ func TestConfigHTTP(t *testing.T) {
 		t.Errorf("--http-port in cluster mode: %+v", cfg.HTTP)
 	}
 }
+
+// --help fits the width it is given: a terminal's, or 100 columns; below
+// the three columns' width, a flag's variable and default go under it.
+func TestConfigHelpFitsWidth(t *testing.T) {
+	for _, width := range []int{80, 100, 132} {
+		var out bytes.Buffer
+		writeUsageWidth(&out, width)
+		for i, l := range strings.Split(out.String(), "\n") {
+			if len(l) > width {
+				t.Errorf("width %d: line %d has %d columns: %q", width, i+1, len(l), l)
+			}
+		}
+		if !strings.Contains(out.String(), "--policy-file FILE") || !strings.Contains(out.String(), "DFLOCKD_POLICY_FILE") {
+			t.Errorf("width %d: a flag or its variable is missing", width)
+		}
+	}
+	var narrow bytes.Buffer
+	writeUsageWidth(&narrow, 80)
+	if !strings.Contains(narrow.String(), "  --port PORT\n        DFLOCKD_PORT, default 6388\n        TCP port, 0..65535\n") {
+		t.Errorf("at 80 columns, --port is not laid out under itself:\n%s", narrow.String())
+	}
+}
