@@ -88,6 +88,10 @@ type Config struct {
 	// method and the path (never a token), within its rate limit, as the
 	// line protocol's failed auths are logged.
 	Events *ratelog.Logger
+	// Log, if set, gets the operator's events with their data as
+	// attributes (a deadlock found, a force release); nil: they go to
+	// Logf as text.
+	Log *slog.Logger
 	// AccessLog, if set, gets one line per request once it is answered:
 	// method, path, status, bytes, duration, remote (observe.go).
 	AccessLog *slog.Logger

@@ -111,7 +111,11 @@ func (m *deadlockMonitor) check() ([]foundDeadlock, time.Time) {
 			f.since = since
 		} else {
 			m.detected.Inc()
-			m.api.cfg.Logf("httpapi: deadlock: connections %s wait for each other on %s", connList(eng, f.Sessions), f.keyList())
+			if l := m.api.cfg.Log; l != nil {
+				l.Warn("deadlock: connections wait for each other", "connections", connList(eng, f.Sessions), "keys", f.keyList())
+			} else {
+				m.api.cfg.Logf("httpapi: deadlock: connections %s wait for each other on %s", connList(eng, f.Sessions), f.keyList())
+			}
 		}
 		next = append(next, f)
 	}

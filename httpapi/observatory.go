@@ -383,7 +383,12 @@ func (a *API) forceRelease(w http.ResponseWriter, r *http.Request) {
 		a.writeNotLeader(w) // a cluster's follower: the leader's log takes it
 		return
 	}
-	a.cfg.Logf("httpapi: admin: force release of %s %q: %s, by %s", firstOf(q.Get("kind"), "lock"), key, releasedFences(c.Fence, res.Items), who)
+	if l := a.cfg.Log; l != nil {
+		l.Info("admin: force release", "kind", firstOf(q.Get("kind"), "lock"), "key", key,
+			"released", releasedFences(c.Fence, res.Items), "by", who)
+	} else {
+		a.cfg.Logf("httpapi: admin: force release of %s %q: %s, by %s", firstOf(q.Get("kind"), "lock"), key, releasedFences(c.Fence, res.Items), who)
+	}
 	writeJSON(w, http.StatusOK, forceReleaseReply{Key: key, Released: res.Int})
 }
 

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -542,4 +544,64 @@ func TestForceReleaseLogsFence(t *testing.T) {
 	if want := "fence " + holders[0].Fence; !strings.Contains(line, want) || strings.Contains(line, "fence 0") {
 		t.Errorf("the log line %q: want the released holder's %q", line, want)
 	}
+}
+
+// With Config.Log, a deadlock and a force release are logged with their
+// data in attributes, not packed into the message (issue #36).
+func TestOperatorEventsAsAttributes(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	ts := newServer(t, setup{cfg: Config{AdminToken: "root", Log: log}})
+	a, b := ts.newSession(), ts.newSession()
+	ts.lock(a, "x", 0)
+	ts.lock(b, "y", 0)
+	park := func(sid, key string) <-chan *reply {
+		return async(func() *reply {
+			return ts.send(req{method: "POST", path: "/v1/locks/" + key, body: map[string]int64{"acquire_timeout_s": 60}, session: sid})
+		})
+	}
+	wa, wb := park(a, "y"), park(b, "x")
+	eventually(t, "the deadlock found and logged", func() bool {
+		ts.send(req{method: "GET", path: "/v1/deadlocks"}) // a check runs as it is asked
+		return strings.Contains(buf.String(), "deadlock")
+	})
+	expect(t, "force release of x", ts.send(req{method: "POST", path: "/v1/admin/locks/x/release", header: map[string]string{adminHeader: "root"}}), 200, "")
+	expect(t, "b's acquire of x", await(t, "b", wb), 200, "")
+	expect(t, "delete a", ts.send(req{method: "DELETE", path: "/v1/sessions/" + a}), 204, "")
+	await(t, "a's acquire", wa)
+	var sawDeadlock, sawRelease bool
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		switch m["msg"] {
+		case "deadlock: connections wait for each other":
+			sawDeadlock = m["connections"] != nil && strings.Contains(fmt.Sprint(m["keys"]), "x")
+		case "admin: force release":
+			sawRelease = m["key"] == "x" && m["kind"] == "lock" && strings.Contains(fmt.Sprint(m["released"]), "fence") &&
+				strings.HasPrefix(fmt.Sprint(m["by"]), "admin@")
+		}
+	}
+	if !sawDeadlock || !sawRelease {
+		t.Fatalf("log lines (deadlock %v, force release %v):\n%s", sawDeadlock, sawRelease, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -209,6 +209,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		Metrics:             promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Registerer:          reg,
 		Logf:                src.logf,
+		Log:                 src.log,
 		Events:              src.events,
 	}
 	if cfg.HTTP.AccessLog {
