@@ -79,15 +79,7 @@ func (c *cli) cluster(g *globals, args []string) int {
 		return code
 	}
 	name := "cluster " + sub
-	s, err := g.resolve(c.getenv)
-	if err != nil {
-		return c.fail(exitUsage, "%s: %v", name, err)
-	}
-	token, err := o.adminToken(c.getenv)
-	if err != nil {
-		return c.fail(exitUsage, "%s: %v", name, err)
-	}
-	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
+	s, token, addrs, err := c.adminTarget(g, &o)
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
@@ -244,4 +236,19 @@ func checkPort(p string) error {
 		return errors.New("invalid port " + strconv.Quote(p))
 	}
 	return nil
+}
+
+// adminTarget resolves what an admin command needs: the settings (TLS and
+// the bearer token), the admin token, and the HTTP addresses to try.
+func (c *cli) adminTarget(g *globals, o *clusterOptions) (settings, string, []string, error) {
+	s, err := g.resolve(c.getenv)
+	if err != nil {
+		return settings{}, "", nil, err
+	}
+	token, err := o.adminToken(c.getenv)
+	if err != nil {
+		return settings{}, "", nil, err
+	}
+	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
+	return s, token, addrs, err
 }

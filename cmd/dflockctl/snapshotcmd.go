@@ -123,15 +123,7 @@ func (c *cli) snapshotStatus(g *globals, file string) int {
 
 func (c *cli) snapshotSave(g *globals, o *clusterOptions, file string) int {
 	const name = "snapshot save"
-	s, err := g.resolve(c.getenv)
-	if err != nil {
-		return c.fail(exitUsage, "%s: %v", name, err)
-	}
-	token, err := o.adminToken(c.getenv)
-	if err != nil {
-		return c.fail(exitUsage, "%s: %v", name, err)
-	}
-	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
+	s, token, addrs, err := c.adminTarget(g, o)
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
