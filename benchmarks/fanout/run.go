@@ -163,7 +163,7 @@ func (r *run) phases() (*Result, error) {
 	}
 	res.After = after.phase()
 
-	if res.SlowPending, err = r.drainClosed(slowConn); err != nil {
+	if res.SlowPending, err = r.drainClosed(slowConn, watch); err != nil {
 		return nil, err
 	}
 	res.Unstamped = r.unstampedPushes()

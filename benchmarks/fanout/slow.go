@@ -161,16 +161,43 @@ func (r *run) flood(w *sockWatch, budget int64) (sent int64, closed bool, err er
 
 // drainClosed reads what is left on the slow subscriber's socket and
 // wants the server to have closed it. It returns the bytes read.
-func (r *run) drainClosed(c net.Conn) (int64, error) {
-	_ = c.SetReadDeadline(time.Now().Add(r.cfg.Timeout))
-	n, err := io.Copy(io.Discard, c)
-	switch {
-	case err == nil: // EOF: closed after the backlog
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return n, r.errorf("slow subscriber", "no longer counted, but still open %v later (%d bytes read)", r.cfg.Timeout, n)
-	case isReset(err): // closed with its backlog unsent
-	default:
-		return n, r.errorf("slow subscriber", "draining: %v", err)
+//
+// The server's closed socket is an orphan holding the backlog the
+// subscriber never read; the kernel may discard such an orphan (too many
+// orphans, memory pressure, its zero-window probes run out) without a
+// reset, so that the rest never comes. A socket the kernel no longer has
+// at all (w.exists) while nothing more arrives is closed too.
+func (r *run) drainClosed(c net.Conn, w *sockWatch) (int64, error) {
+	const slice = 250 * time.Millisecond
+	end := time.Now().Add(r.cfg.Timeout)
+	var n int64
+	for {
+		next := time.Now().Add(slice)
+		if next.After(end) {
+			next = end
+		}
+		_ = c.SetReadDeadline(next)
+		k, err := io.Copy(io.Discard, c)
+		n += k
+		switch {
+		case err == nil: // EOF: closed after the backlog
+			return n, nil
+		case isReset(err): // closed with its backlog unsent
+			return n, nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return n, r.errorf("slow subscriber", "draining: %v", err)
+		}
+		if k == 0 {
+			exists, err := w.exists()
+			if err != nil {
+				return n, r.errorf("slow subscriber", "%v", err)
+			}
+			if !exists { // discarded by the kernel, backlog and all
+				return n, nil
+			}
+		}
+		if !time.Now().Before(end) {
+			return n, r.errorf("slow subscriber", "no longer counted, but still open %v later (%d bytes read)", r.cfg.Timeout, n)
+		}
 	}
-	return n, nil
 }

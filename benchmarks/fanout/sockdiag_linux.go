@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -25,6 +26,7 @@ const (
 	inetDiagReqLen   = 8 + inetDiagSockID
 	inetDiagNoCookie = 0xffffffff
 	tcpEstablished   = 1
+	tcpListen        = 10
 )
 
 // newSockWatch watches the server's end of c, a connection to a server on
@@ -68,32 +70,56 @@ func newSockWatch(c net.Conn) (*sockWatch, error) {
 	return &sockWatch{fd: fd, req: req, buf: make([]byte, 4096)}, nil
 }
 
+// exists reports whether the kernel has the server's socket in any state
+// (TIME_WAIT included).
+func (w *sockWatch) exists() (bool, error) {
+	_, found, err := w.state()
+	return found, err
+}
+
 // open reports whether the server's socket is still ESTABLISHED: after
 // the server's close it is in FIN_WAIT1 (its unsent data still queued) or
 // gone.
 func (w *sockWatch) open() (bool, error) {
+	state, found, err := w.state()
+	return found && state == tcpEstablished, err
+}
+
+// state asks for the server's socket: its TCP state, or found false when
+// the kernel has none.
+func (w *sockWatch) state() (state byte, found bool, err error) {
 	if err := unix.Sendto(w.fd, w.req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return false, fmt.Errorf("fanout: sock_diag: %w", err)
+		return 0, false, fmt.Errorf("fanout: sock_diag: %w", err)
 	}
 	n, _, err := unix.Recvfrom(w.fd, w.buf, 0)
 	if err != nil {
-		return false, fmt.Errorf("fanout: sock_diag: %w", err)
+		return 0, false, fmt.Errorf("fanout: sock_diag: %w", err)
 	}
 	if n < nlmsgHdrLen+4 {
-		return false, fmt.Errorf("fanout: sock_diag: short answer (%d bytes)", n)
+		return 0, false, fmt.Errorf("fanout: sock_diag: short answer (%d bytes)", n)
 	}
 	ne := binary.NativeEndian
 	switch typ := ne.Uint16(w.buf[4:]); typ {
 	case unix.NLMSG_ERROR:
 		errno := -int32(ne.Uint32(w.buf[nlmsgHdrLen:]))
 		if unix.Errno(errno) == unix.ENOENT {
-			return false, nil
+			return 0, false, nil
 		}
-		return false, fmt.Errorf("fanout: sock_diag: %w", unix.Errno(errno))
+		return 0, false, fmt.Errorf("fanout: sock_diag: %w", unix.Errno(errno))
 	case unix.SOCK_DIAG_BY_FAMILY:
-		return w.buf[nlmsgHdrLen+1] == tcpEstablished, nil // inet_diag_msg: family, state, …
+		// inet_diag_msg: family, state, timer, retrans, then the id. The
+		// kernel's lookup falls back to the listener on the server's port
+		// when the connection's own socket is gone: that one is not it.
+		msg := w.buf[nlmsgHdrLen:n]
+		if len(msg) < 4+inetDiagSockID {
+			return 0, false, fmt.Errorf("fanout: sock_diag: short answer (%d bytes)", n)
+		}
+		if msg[1] == tcpListen || !bytes.Equal(msg[4:8], w.req[nlmsgHdrLen+8:nlmsgHdrLen+12]) {
+			return 0, false, nil
+		}
+		return msg[1], true, nil
 	default:
-		return false, fmt.Errorf("fanout: sock_diag: answer of type %d", typ)
+		return 0, false, fmt.Errorf("fanout: sock_diag: answer of type %d", typ)
 	}
 }
 
