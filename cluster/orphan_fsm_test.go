@@ -40,3 +40,41 @@ func TestOrphanKeptAndTakenOver(t *testing.T) {
 		t.Fatal("not reaped at the TTL")
 	}
 }
+
+// TestTakeoverRebindsTheHolder: once a new connection takes an orphan
+// over, the orphan's claims are shown as that connection's (its number
+// and when it connected), so that the observatory finds the holder's
+// transport and identity on the connection that now exists; before the
+// fix the holder kept the closed connection's number.
+func TestTakeoverRebindsTheHolder(t *testing.T) {
+	const a, b = 1<<32 | 1, 1<<32 | 2
+	f := NewFSM(engine.Config{}, &textOutput{})
+	ttl := AppendBatch(nil, &Batch{Ops: []Op{{Kind: OpOrphanTTL, TTL: time.Second}}})
+	replay(f, [][]byte{promotion(), ttl, AppendBatch(nil, &Batch{Stamp: 1_000_000, Ops: []Op{
+		reqOp(t, a, "stable-ref", "ra", "_"),
+		reqOp(t, a, "l", "k", "0 30"),
+		{Kind: OpClose, Conn: a},
+	}})}, 1)
+	holder := func() engine.Claimant {
+		t.Helper()
+		ks := f.Engine().InspectKey(f.Now(), "k")
+		if len(ks) != 1 || len(ks[0].Holders) != 1 {
+			t.Fatalf("key k: %+v, want one holder", ks)
+		}
+		return ks[0].Holders[0].Claimant
+	}
+	if c := holder(); c.ConnID != a {
+		t.Fatalf("the orphan's holder is connection %d, want %d", c.ConnID, a)
+	}
+	replay(f, [][]byte{AppendBatch(nil, &Batch{Stamp: 5_000_000, Ops: []Op{
+		reqOp(t, b, "stable-ref", "ra", "_"),
+	}})}, 2)
+	c := holder()
+	if c.ConnID != b {
+		t.Fatalf("after the takeover the holder is connection %d, want %d (the one that took it over)", c.ConnID, b)
+	}
+	at, open, known := f.Engine().SessionOpened(c.Session)
+	if !open || !known || at != 5 {
+		t.Fatalf("after the takeover the session opened at %d (open %v, known %v), want 5 ms, the takeover's", at, open, known)
+	}
+}

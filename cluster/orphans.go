@@ -39,7 +39,7 @@ func (f *FSM) request(op *Op, now timerwheel.Instant) {
 	if !ok {
 		switch op.Req.Op {
 		case vocab.OpStableRef:
-			f.stableRef(op.Conn, string(op.Req.Token))
+			f.stableRef(op.Conn, string(op.Req.Token), now)
 			return
 		case vocab.OpBarrier:
 			// Applied: everything before it in the log is.
@@ -62,8 +62,8 @@ func (f *FSM) keepRef(conn uint64, r *engine.Result) {
 }
 
 // stableRef records conn's ref and, if conn has no session yet and an
-// orphan has that ref, makes the orphan conn's session.
-func (f *FSM) stableRef(conn uint64, ref string) {
+// orphan has that ref, makes the orphan conn's session (connected now).
+func (f *FSM) stableRef(conn uint64, ref string, now timerwheel.Instant) {
 	f.refs[conn] = ref
 	if o, ok := f.orphans[ref]; ok {
 		if _, busy := f.conns[conn]; !busy {
@@ -72,6 +72,7 @@ func (f *FSM) stableRef(conn uint64, ref string) {
 			f.conns[conn], f.ids[o.sid] = o.sid, conn
 			f.mu.Unlock()
 			f.readopt[conn] = true
+			f.eng.Rebind(o.sid, conn, now.Tick())
 		}
 	}
 	f.fx.Reset()

@@ -400,7 +400,7 @@ func (s *shard) parkedLocked(sess *session, timer *timerwheel.Node, now timerwhe
 
 // claimantOf names sess; its table entry tells whether it is still open.
 func (e *Engine) claimantOf(sess *session) Claimant {
-	return Claimant{Session: sess.id, ConnID: sess.connID, Open: e.sessions.get(sess.id) == sess}
+	return Claimant{Session: sess.id, ConnID: sess.connID.Load(), Open: e.sessions.get(sess.id) == sess}
 }
 
 // SessionOpened reports whether session id is open and, if known, when it
@@ -411,7 +411,20 @@ func (e *Engine) SessionOpened(id SessionID) (at timerwheel.Tick, open, known bo
 	if s == nil {
 		return 0, false, false
 	}
-	return s.opened - 1, true, s.opened != 0
+	opened := timerwheel.Tick(s.opened.Load())
+	return opened - 1, true, opened != 0
+}
+
+// Rebind makes the open session id connection connID's, connected at at:
+// a stable-ref takeover, in which a new connection carries on an orphaned
+// session, so that the observatory names the connection that now holds
+// its claims (and when it connected), not the one that left. It runs in
+// the replicated state's apply, so every replica rebinds alike.
+func (e *Engine) Rebind(id SessionID, connID uint64, at timerwheel.Tick) {
+	if s := e.sessions.get(id); s != nil {
+		s.connID.Store(connID)
+		s.opened.Store(int64(at) + 1)
+	}
 }
 
 // SessionConn returns the owner connection number of the open session id,
@@ -421,5 +434,5 @@ func (e *Engine) SessionConn(id SessionID) (uint64, bool) {
 	if s == nil {
 		return 0, false
 	}
-	return s.connID, true
+	return s.connID.Load(), true
 }

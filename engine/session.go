@@ -18,11 +18,13 @@ import (
 // claims' generation stamps (atomics).
 type session struct {
 	id SessionID
-	// connID is the number stats show as owner_conn_id.
-	connID uint64
+	// connID is the number stats show as owner_conn_id. Atomic, as is
+	// opened: a stable-ref takeover (Rebind) changes both while the
+	// observatory may read them.
+	connID atomic.Uint64
 	// opened is when the session opened, plus one (the observatory shows
 	// it); 0 for one restored from a snapshot, whose opening is unknown.
-	opened timerwheel.Tick
+	opened atomic.Int64
 	// claims records every slot this session created. Entries go stale
 	// when a slot is freed by anyone (release by token from another
 	// session, lease expiry); the gen stamp recognises them, and
@@ -187,7 +189,9 @@ func (t *sessionTable) open(connID uint64, at timerwheel.Tick) *session {
 	if connID == 0 {
 		connID = t.mu.conns
 	}
-	s := &session{id: SessionID(uint64(t.mu.gens[idx])<<32 | uint64(idx)), connID: connID, opened: at + 1}
+	s := &session{id: SessionID(uint64(t.mu.gens[idx])<<32 | uint64(idx))}
+	s.connID.Store(connID)
+	s.opened.Store(int64(at) + 1)
 	t.chunk(idx)[idx%chunkSize].Store(s)
 	return s
 }

@@ -77,7 +77,7 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	sw.u(uint64(len(live)))
 	for _, s := range live {
 		sw.u(uint64(uint32(s.id)))
-		sw.u(s.connID)
+		sw.u(s.connID.Load())
 		for ns := range numNamespaces {
 			sw.u(uint64(s.enqSweep[ns]))
 		}
@@ -316,7 +316,8 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 	live := make([]*session, sr.count())
 	for i := range live {
 		idx := uint32(sr.u())
-		s := &session{id: SessionID(uint64(gens[idx])<<32 | uint64(idx)), connID: sr.u()}
+		s := &session{id: SessionID(uint64(gens[idx])<<32 | uint64(idx))}
+		s.connID.Store(sr.u())
 		for ns := range numNamespaces {
 			s.enqSweep[ns] = int(sr.u())
 		}

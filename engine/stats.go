@@ -117,7 +117,7 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 			}
 			ls := vocab.LockStat{Key: r.key, Waiters: r.queue.n}
 			if h := r.holders.head; h != nil {
-				ls.OwnerConnID = h.sess.connID
+				ls.OwnerConnID = h.sess.connID.Load()
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
 				ls.Fence = h.fence
 			}

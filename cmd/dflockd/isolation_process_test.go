@@ -757,6 +757,12 @@ func attackStableRef(t *testing.T, led *isoLedger, nw *isoNet, l *httpMember) {
 	back := b2.do("l", "b/orphan", "0 300")
 	led.expect("line stable-ref b-worker-7 (team-b's orphan) then l b/orphan", after == "error_denied" &&
 		strings.HasPrefix(back, "ok "+tok+" "), fmt.Sprintf("team-a's l: %s; team-b's own l on its return: %s (held token %s)", after, back, tok))
+	// The observatory names the holder by the connection that took the
+	// orphan over: its identity is team-b's.
+	if code, got := ops.call("GET", "/v1/keys/"+url.PathEscape("b/orphan"), "", nil); code != 200 ||
+		!strings.Contains(got, `"identity":"team-b"`) {
+		t.Errorf("ops GET /v1/keys/b%%2Forphan after team-b's takeover: %d %s, want the holder's identity team-b", code, got)
+	}
 
 	// The same over HTTP: a session's stable_ref.
 	bh, ah := nw.web(l, "tok-b"), nw.web(l, "tok-a")
