@@ -14,7 +14,7 @@ import (
 // The policy model test over HTTP: random policies and random calls of
 // the routes that name a key, each answer checked against a naive
 // reference of the policy's definition (internal/policyref; the class of
-// each route is this test's own table, from the README): 403 forbidden if
+// each route is this test's own table, from docs/sharing.md): 403 forbidden if
 // and only if the reference denies.
 
 // httpModelRoutes: method, path (with %s for the key), class, body.

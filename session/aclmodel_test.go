@@ -18,12 +18,12 @@ import (
 // reply checked against a naive reference of the policy's definition
 // (internal/policyref): refused (error_denied, godistlock's NO) if and
 // only if the reference denies. The class of each command is this test's
-// own table, from the README.
+// own table, from docs/sharing.md.
 
 // modelAlphabet is what the model's keys and patterns are made of.
 const modelAlphabet = "ab/."
 
-// modelClass is the README's table of classes, by command.
+// modelClass is docs/sharing.md's table of classes, by command.
 var modelClass = map[string]string{
 	"l": "lock", "r": "lock", "n": "lock", "e": "lock", "w": "lock", "sl": "lock", "sr": "lock", "sn": "lock",
 	"se": "lock", "sw": "lock", "rl": "lock", "wl": "lock", "rr": "lock", "wr": "lock", "rn": "lock", "wn": "lock",

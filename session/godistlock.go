@@ -196,7 +196,7 @@ func (g *godistlock) answer(s *Session, out []byte, q *godistlockOwed, res engin
 	if res.Status == vocab.StatusErrorNotLeader {
 		// A cluster member that does not lead: godistlock's ERR says
 		// "you will be disconnected, maybe try another server", which is
-		// what its clients do (README, "godistlock clients").
+		// what its clients do (docs/protocol.md, "godistlock clients").
 		return parse.AppendGodistlockErr(out, q.nonce, parse.ErrGodistlockNotLeader), true
 	}
 	switch q.op {

@@ -3,7 +3,7 @@ package session
 import "github.com/dflockd-ng/dflockd/vocab"
 
 // The v1 profile (--compat=v1) answers as dflockd v1.10.0 where the wire
-// shows it (README "Profiles"). What lives in this package:
+// shows it (docs/protocol.md, "Profiles"). What lives in this package:
 //   - framing counts CR bytes towards the 256-byte cap (dflockd.go);
 //   - only v1.10's commands are known (vocab.Profile.Knows);
 //   - a drain keeps serving open sessions, no error_draining (exec);

@@ -1,5 +1,5 @@
 // Package noisy is a tenant that misbehaves on a shared dflockd-ng: one
-// identity of a policy file (README "Sharing one server between teams")
+// identity of a policy file (docs/sharing.md)
 // driven at every one of its quotas at once, to measure what it does to
 // the other tenants (the suite's noisy workload).
 //

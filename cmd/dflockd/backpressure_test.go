@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// rssBound is the documented bound (README, loop/backpressure.go) on what
+// rssBound is the documented bound (docs/protocol.md, loop/backpressure.go) on what
 // clients that send and never read may add to the server's resident
 // memory, tested here with four such clients: each connection holds at
 // most ~64 KiB of unsent replies, one 64 KiB read and one reply batch.

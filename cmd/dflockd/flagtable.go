@@ -184,7 +184,7 @@ var settingGroups = []settingGroup{
 	}},
 	{"Sharing one server between teams", []setting{
 		{flag: "policy-file", env: "DFLOCKD_POLICY_FILE", kind: kindString, arg: "FILE",
-			usage: "identities, permissions and quotas (README: Sharing one server between teams); SIGHUP reloads it",
+			usage: "identities, permissions and quotas (docs/sharing.md); SIGHUP reloads it",
 			field: func(c *Config) any { return &c.PolicyFile }},
 	}},
 	{"HTTP API (spec §F.2): --http-port serves it, with /health, /ready and /metrics", []setting{

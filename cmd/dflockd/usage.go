@@ -2,7 +2,7 @@ package main
 
 // The --help text, generated from the same tables that LoadConfig parses
 // with, so names, variables and defaults shown are the ones in force. The
-// README flag table mirrors this output.
+// flag table of docs/configuration.md mirrors this output.
 
 import (
 	"fmt"
@@ -42,7 +42,7 @@ type usageRow struct {
 }
 
 // usageWidth is the width --help fits when its output is not a terminal
-// (a pipe, the README's flag block): wide enough for a flag's name, its
+// (a pipe, docs/configuration.md's flag block): wide enough for a flag's name, its
 // variable and its default on one line.
 const usageWidth = 100
 

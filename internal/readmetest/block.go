@@ -1,6 +1,7 @@
-// Package readmetest turns the README's quick starts into tests, so that
-// what a newcomer pastes is what CI ran (issue: "a README that works when
-// pasted"). A quick start is a console block preceded by a marker:
+// Package readmetest turns the quick starts of the README and of docs/
+// into tests, so that what a newcomer pastes is what CI ran (issue: "a
+// README that works when pasted"). A quick start is a console block
+// preceded by a marker:
 //
 //	<!-- quickstart: NAME [needs PROGRAM...] -->
 //	```console
@@ -31,7 +32,8 @@ const Wildcard = "…"
 // Block is one quick start.
 type Block struct {
 	Name  string
-	Line  int      // the README line of its console block's marker
+	File  string   // the Markdown file it is in, as given to Parse
+	Line  int      // the line of its console block's marker
 	Needs []string // programs it runs beyond bash, coreutils and the binaries under test
 	Steps []Step
 	Files []File
@@ -39,7 +41,7 @@ type Block struct {
 
 // Step is one command of a block and the lines it is shown to print.
 type Step struct {
-	Line    int      // the README line of its "$ "
+	Line    int      // the line of its "$ "
 	Command string   // without the "$ ", continuation lines joined by "\n"
 	Want    []string // the lines shown after it, Wildcard included
 }
@@ -53,10 +55,11 @@ type File struct {
 
 var marker = regexp.MustCompile(`^<!-- quickstart: (.*?) -->$`)
 
-// Parse returns the README's quick starts in the order their console
-// blocks appear.
-func Parse(readme []byte) ([]Block, error) {
-	lines := strings.Split(strings.ReplaceAll(string(readme), "\r\n", "\n"), "\n")
+// Parse returns the quick starts of the Markdown text of file in the
+// order their console blocks appear; file names the text in errors and
+// in each Block.
+func Parse(file string, text []byte) ([]Block, error) {
+	lines := strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n")
 	var blocks []Block
 	index := map[string]int{}    // name → position in blocks
 	files := map[string][]File{} // files of names whose console block may come later
@@ -69,12 +72,12 @@ func Parse(readme []byte) ([]Block, error) {
 		at := i + 1 // 1-based line of the marker
 		words := strings.Fields(m[1])
 		if len(words) == 0 {
-			return nil, fmt.Errorf("README.md:%d: quickstart marker without a name", at)
+			return nil, fmt.Errorf("%s:%d: quickstart marker without a name", file, at)
 		}
 		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			return nil, fmt.Errorf("README.md:%d: quickstart marker not followed by a ``` block", at)
+			return nil, fmt.Errorf("%s:%d: quickstart marker not followed by a ``` block", file, at)
 		}
-		body, end, err := fenced(lines, i+1)
+		body, end, err := fenced(file, lines, i+1)
 		if err != nil {
 			return nil, err
 		}
@@ -87,23 +90,23 @@ func Parse(readme []byte) ([]Block, error) {
 			}
 		case len(rest) == 0 || rest[0] == "needs":
 			if _, dup := index[name]; dup {
-				return nil, fmt.Errorf("README.md:%d: a second quickstart named %q", at, name)
+				return nil, fmt.Errorf("%s:%d: a second quickstart named %q", file, at, name)
 			}
-			steps, err := parseSteps(body, i+3)
+			steps, err := parseSteps(file, body, i+3)
 			if err != nil {
 				return nil, err
 			}
 			index[name] = len(blocks)
-			blocks = append(blocks, Block{Name: name, Line: at, Needs: rest[min(1, len(rest)):], Steps: steps})
+			blocks = append(blocks, Block{Name: name, File: file, Line: at, Needs: rest[min(1, len(rest)):], Steps: steps})
 		default:
-			return nil, fmt.Errorf("README.md:%d: quickstart marker %q: want NAME, NAME needs PROGRAM..., or NAME file PATH", at, m[1])
+			return nil, fmt.Errorf("%s:%d: quickstart marker %q: want NAME, NAME needs PROGRAM..., or NAME file PATH", file, at, m[1])
 		}
 		i = end
 	}
 	for name, fs := range files {
 		j, ok := index[name]
 		if !ok {
-			return nil, fmt.Errorf("README.md:%d: file of quickstart %q, which has no console block", fileLine[name], name)
+			return nil, fmt.Errorf("%s:%d: file of quickstart %q, which has no console block", file, fileLine[name], name)
 		}
 		blocks[j].Files = fs
 	}
@@ -112,21 +115,21 @@ func Parse(readme []byte) ([]Block, error) {
 
 // fenced returns the lines inside the fence opened at lines[open] and the
 // index of its closing line.
-func fenced(lines []string, open int) ([]string, int, error) {
+func fenced(file string, lines []string, open int) ([]string, int, error) {
 	for j := open + 1; j < len(lines); j++ {
 		if lines[j] == "```" {
 			return lines[open+1 : j], j, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("README.md:%d: ``` block never closed", open+1)
+	return nil, 0, fmt.Errorf("%s:%d: ``` block never closed", file, open+1)
 }
 
-// parseSteps reads a console block whose first line is README line first.
+// parseSteps reads a console block whose first line is line first of file.
 // A line starting with "$ " is a command; indented lines right after it
 // continue it (as a pasted multi-line command does); every other line is
 // output of the command above it. So an output line cannot start with a
 // blank directly under its command.
-func parseSteps(body []string, first int) ([]Step, error) {
+func parseSteps(file string, body []string, first int) ([]Step, error) {
 	var steps []Step
 	for k, l := range body {
 		line := first + k
@@ -134,7 +137,7 @@ func parseSteps(body []string, first int) ([]Step, error) {
 		case strings.HasPrefix(l, "$ "):
 			steps = append(steps, Step{Line: line, Command: l[2:]})
 		case len(steps) == 0:
-			return nil, fmt.Errorf("README.md:%d: output before the first \"$ \" command", line)
+			return nil, fmt.Errorf("%s:%d: output before the first \"$ \" command", file, line)
 		case len(steps[len(steps)-1].Want) == 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")):
 			steps[len(steps)-1].Command += "\n" + l
 		default:
@@ -142,7 +145,7 @@ func parseSteps(body []string, first int) ([]Step, error) {
 		}
 	}
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("README.md:%d: console block without a command", first)
+		return nil, fmt.Errorf("%s:%d: console block without a command", file, first)
 	}
 	return steps, nil
 }

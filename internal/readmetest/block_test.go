@@ -29,17 +29,17 @@ func TestParse(t *testing.T) {
 		"6388",                       // 19
 		"```",                        // 20
 	}, "\n")
-	got, err := Parse([]byte(readme))
+	got, err := Parse("docs/x.md", []byte(readme))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Block{
-		{Name: "demo", Line: 7, Needs: []string{"curl", "jq"}, Steps: []Step{
+		{Name: "demo", File: "docs/x.md", Line: 7, Needs: []string{"curl", "jq"}, Steps: []Step{
 			{Line: 9, Command: "f() { echo a; \\\n    echo b; }"},
 			{Line: 11, Command: "f", Want: []string{"a", "  b indented, output: not a continuation"}},
 			{Line: 14, Command: "true"},
 		}, Files: []File{{Path: "main.go", Text: "package main\n"}}},
-		{Name: "other", Line: 16, Needs: []string{}, Steps: []Step{
+		{Name: "other", File: "docs/x.md", Line: 16, Needs: []string{}, Steps: []Step{
 			{Line: 18, Command: "echo 6388", Want: []string{"6388"}},
 		}},
 	}
@@ -52,14 +52,14 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, readme, want string }{
 		{"no fence", "<!-- quickstart: a -->\ntext", "not followed by a ``` block"},
 		{"unclosed", "<!-- quickstart: a -->\n```console\n$ true", "never closed"},
-		{"output first", "<!-- quickstart: a -->\n```console\nok\n$ true\n```", "README.md:3: output before"},
+		{"output first", "<!-- quickstart: a -->\n```console\nok\n$ true\n```", "docs/x.md:3: output before"},
 		{"empty", "<!-- quickstart: a -->\n```console\n```", "without a command"},
 		{"twice", "<!-- quickstart: a -->\n```console\n$ true\n```\n<!-- quickstart: a -->\n```console\n$ true\n```", "second quickstart"},
 		{"orphan file", "<!-- quickstart: a file x -->\n```\nx\n```", "has no console block"},
 		{"bad marker", "<!-- quickstart: a wants x -->\n```\nx\n```", "want NAME"},
 		{"no name", "<!-- quickstart:  -->\n```\nx\n```", "without a name"},
 	} {
-		_, err := Parse([]byte(tc.readme))
+		_, err := Parse("docs/x.md", []byte(tc.readme))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}

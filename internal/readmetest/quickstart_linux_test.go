@@ -26,22 +26,24 @@ const (
 	reapTimeout = 10 * time.Second
 )
 
-// quickStarts are the blocks the README must mark: a marker deleted by
-// mistake would otherwise drop its test silently.
-var quickStarts = []string{"client", "tls", "http", "cluster", "observatory", "protocol"}
+// quickStarts are the blocks the README and docs/ must mark, wherever
+// they are: a marker deleted by mistake would otherwise drop its test
+// silently. backup is the newcomer's path of issue #36 (a cluster
+// deployed, backed up, and restored into a new one).
+var quickStarts = []string{"client", "tls", "http", "cluster", "observatory", "protocol", "policy", "backup"}
 
 // defaultPorts are the ports the quick starts show. Each block runs on
 // free ports instead (testport), so a server a developer left running on
 // 6388, or a parallel test, neither breaks the run nor is talked to.
 var defaultPorts = []string{
 	"6388", "6389", // a server's client and HTTP ports
-	"6391", "6392", "6393", "6394", // cluster members' client ports
+	"6391", "6392", "6393", "6394", "6395", "6396", // cluster members' client ports
 	"6491", "6492", "6493", "6494", // their HTTP ports
-	"7001", "7002", "7003", "7004", // their raft ports
+	"7001", "7002", "7003", "7004", "7005", "7006", // their raft ports
 }
 
-// TestReadmeQuickStarts runs each quick start of README.md in bash, in a
-// scratch directory, with dflockd and dflockctl built from this tree
+// TestReadmeQuickStarts runs each quick start of README.md and of the
+// pages of docs/ in bash, in a scratch directory, with dflockd and dflockctl built from this tree
 // first in PATH and $DFLOCKD naming the checkout (as the README's setup
 // block leaves them), and checks that every command prints the lines
 // shown under it. Everything a block starts, servers in the background
@@ -54,21 +56,34 @@ func TestReadmeQuickStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	files, err := quickStartFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := Parse(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := map[string]bool{}
-	for _, b := range blocks {
-		named[b.Name] = true
+	var blocks []Block
+	named := map[string]string{} // name → the file it is in
+	for _, f := range files {
+		text, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := Parse(f, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			// A name is a subtest's: two files using one would run
+			// as NAME and NAME#01, and -run NAME would pick both.
+			if other, dup := named[b.Name]; dup {
+				t.Fatalf("%s:%d: a second quickstart named %q (the first is in %s)", f, b.Line, b.Name, other)
+			}
+			named[b.Name] = f
+		}
+		blocks = append(blocks, bs...)
 	}
 	for _, n := range quickStarts {
-		if !named[n] {
-			t.Errorf("README.md has no <!-- quickstart: %s --> block", n)
+		if named[n] == "" {
+			t.Errorf("no <!-- quickstart: %s --> block in %s", n, strings.Join(files, ", "))
 		}
 	}
 	bin := t.TempDir()
@@ -149,7 +164,7 @@ func runBlock(t *testing.T, b Block, root, bin string) {
 		t.Error(err)
 	}
 	if ctx.Err() != nil {
-		t.Errorf("README.md:%d: the %s quick start ran past %v and was killed", b.Line, b.Name, blockTimeout)
+		t.Errorf("%s:%d: the %s quick start ran past %v and was killed", b.File, b.Line, b.Name, blockTimeout)
 	}
 
 	output, err := os.ReadFile(out.Name())
@@ -161,17 +176,36 @@ func runBlock(t *testing.T, b Block, root, bin string) {
 	for i, s := range b.Steps {
 		switch {
 		case i > ran:
-			t.Errorf("README.md:%d: not run: the block ended before it (bash: %v)\n  $ %s", s.Line, waitErr, indent(s.Command))
+			t.Errorf("%s:%d: not run: the block ended before it (bash: %v)\n  $ %s", b.File, s.Line, waitErr, indent(s.Command))
 			failed = true
 		case !s.Match(got[i]):
-			t.Errorf("README.md:%d: the %s quick start's command printed other lines than the README shows\n  $ %s\nREADME shows:\n%sit printed:\n%s",
-				s.Line, b.Name, indent(s.Command), quote(s.Want), quote(got[i]))
+			t.Errorf("%s:%d: the %s quick start's command printed other lines than %s shows\n  $ %s\n%s shows:\n%sit printed:\n%s",
+				b.File, s.Line, b.Name, b.File, indent(s.Command), b.File, quote(s.Want), quote(got[i]))
 			failed = true
 		}
 	}
 	if failed {
 		logTails(t, dir)
 	}
+}
+
+// quickStartFiles lists the Markdown files whose quick starts run,
+// relative to root: README.md and every page of docs/, so that a quick
+// start moved from one to another keeps running.
+func quickStartFiles(root string) ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	files := []string{"README.md"}
+	for _, d := range docs { // Glob sorts them
+		rel, err := filepath.Rel(root, d)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, filepath.ToSlash(rel))
+	}
+	return files, nil
 }
 
 // blockEnv is the test's environment as a newcomer's shell would have it
