@@ -10,24 +10,7 @@ import (
 // The watch sees the server's end of a connection open, then closed even
 // though the client has unread data and so cannot see the close itself.
 func TestSockWatch(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	c, err := dialSlow(ln.Addr().String(), 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	srv := <-accepted
+	c, srv := loopbackPair(t, func(addr string) (net.Conn, error) { return dialSlow(addr, 4096) })
 	w, err := newSockWatch(c)
 	if err != nil {
 		t.Fatal(err)
@@ -65,18 +48,10 @@ func TestSockWatch(t *testing.T) {
 	}
 }
 
-type fakeAddrConn struct {
-	net.Conn
-	local *net.TCPAddr
-}
-
-func (c *fakeAddrConn) LocalAddr() net.Addr { return c.local }
-
-// A server socket the kernel discarded without a reset (an orphan it
-// dropped, backlog and all) leaves the client's end open and silent:
-// draining counts that as closed, while a silent server socket the
-// kernel still has is an error once the timeout has passed.
-func TestDrainClosedDiscardedOrphan(t *testing.T) {
+// loopbackPair connects a client made by dial to a loopback listener and
+// returns both ends; the test's cleanup closes them.
+func loopbackPair(t *testing.T, dial func(addr string) (net.Conn, error)) (client, server net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +64,29 @@ func TestDrainClosedDiscardedOrphan(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	client, err = dial(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	srv := <-accepted
-	defer srv.Close()
+	t.Cleanup(func() { client.Close() })
+	server = <-accepted
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
+type fakeAddrConn struct {
+	net.Conn
+	local *net.TCPAddr
+}
+
+func (c *fakeAddrConn) LocalAddr() net.Addr { return c.local }
+
+// A server socket the kernel discarded without a reset (an orphan it
+// dropped, backlog and all) leaves the client's end open and silent:
+// draining counts that as closed, while a silent server socket the
+// kernel still has is an error once the timeout has passed.
+func TestDrainClosedDiscardedOrphan(t *testing.T) {
+	c, srv := loopbackPair(t, func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) })
 	if _, err := srv.Write([]byte("some backlog\n")); err != nil {
 		t.Fatal(err)
 	}
