@@ -8,6 +8,21 @@ import (
 	"time"
 )
 
+// TestConfigRaftBind: --raft-bind (or DFLOCKD_RAFT_BIND) is read in
+// cluster mode and, like the other cluster settings, stops a server that
+// has no --raft-dir.
+func TestConfigRaftBind(t *testing.T) {
+	base := []string{"--raft-dir", "/var/lib/dflockd", "--node-id", "n1", "--raft-addr", "n1.example.invalid:7001",
+		"--cluster-peers", "n1=n1.example.invalid:7001@n1.example.invalid:6388", "--raft-auth-token", strings.Repeat("t", 32)}
+	if cfg, _ := mustLoad(t, append(base, "--raft-bind", ":7001"), nil); cfg.Cluster.RaftBind != ":7001" {
+		t.Fatalf("--raft-bind :7001 read as %q", cfg.Cluster.RaftBind)
+	}
+	if cfg, _ := mustLoad(t, base, map[string]string{"DFLOCKD_RAFT_BIND": "0.0.0.0:7001"}); cfg.Cluster.RaftBind != "0.0.0.0:7001" {
+		t.Fatalf("DFLOCKD_RAFT_BIND=0.0.0.0:7001 read as %q", cfg.Cluster.RaftBind)
+	}
+	wantErr(t, []string{"--raft-bind", ":7001"}, nil, "--raft-bind", "need --raft-dir")
+}
+
 // TestRaftBindAdvertisesUnresolvedName: a Kubernetes member advertises its
 // stable DNS name (--raft-addr) before that name resolves, binding its
 // interfaces with --raft-bind. Names under .invalid never resolve (RFC
