@@ -32,6 +32,7 @@ const handshakeTimeout = 5 * time.Second
 // handshake is not encrypted: use the TLS flags on untrusted networks.
 type Stream struct {
 	ln    net.Listener
+	addr  net.Addr // what Addr reports: the advertised address, or ln's
 	token []byte
 	tls   *tls.Config // server side; nil: plain TCP
 	dial  *tls.Config // client side
@@ -56,6 +57,14 @@ type StreamConfig struct {
 	// OnEnded, if set, is called when an accepted peer connection ends
 	// (its reader saw an error or the end): Node.PeerConnEnded.
 	OnEnded func()
+	// Advertise, if set, is the address Addr reports instead of the
+	// listener's: raft sends it to the other members as this one's (the
+	// leader's, in its heartbeats, which followers probe: quickfailover.go),
+	// so it must be how they reach it, its --cluster-peers entry, not
+	// an address bound on every interface. A DNS name stays a name: it
+	// is resolved at each dial, so a member that comes back with a new
+	// IP is found.
+	Advertise raft.ServerAddress
 }
 
 // NewStream listens for raft peers on ln.
@@ -66,7 +75,11 @@ func NewStream(ln net.Listener, cfg StreamConfig) (*Stream, error) {
 	if (cfg.ServerTLS == nil) != (cfg.ClientTLS == nil) {
 		return nil, errors.New("cluster: raft TLS needs both the server and the client configuration")
 	}
-	s := &Stream{ln: ln, token: cfg.Token, tls: cfg.ServerTLS, dial: cfg.ClientTLS, onBad: cfg.OnRefused,
+	var addr net.Addr = ln.Addr()
+	if cfg.Advertise != "" {
+		addr = advertised(cfg.Advertise)
+	}
+	s := &Stream{ln: ln, addr: addr, token: cfg.Token, tls: cfg.ServerTLS, dial: cfg.ClientTLS, onBad: cfg.OnRefused,
 		ended: cfg.OnEnded, conns: make(chan net.Conn), quit: make(chan struct{})}
 	if s.onBad == nil {
 		s.onBad = func(string, error) {}
@@ -127,8 +140,16 @@ func (s *Stream) Close() error {
 	return s.ln.Close()
 }
 
-// Addr is the listening address.
-func (s *Stream) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the address raft advertises: StreamConfig.Advertise, or the
+// listening address.
+func (s *Stream) Addr() net.Addr { return s.addr }
+
+// advertised is an address as configured, a host name perhaps: raft reads
+// only its String.
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }
 
 // Dial connects to a peer and authenticates both ways.
 func (s *Stream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

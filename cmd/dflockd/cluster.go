@@ -46,7 +46,8 @@ import (
 type ClusterConfig struct {
 	RaftDir       string        // --raft-dir: presence = cluster mode
 	NodeID        string        // --node-id
-	RaftAddr      string        // --raft-addr: host:port raft listens on
+	RaftAddr      string        // --raft-addr: host:port raft listens on, and advertises
+	RaftBind      string        // --raft-bind: host:port raft listens on instead (listenRaft)
 	Peers         string        // --cluster-peers
 	AdvertiseAddr string        // --advertise-addr: this node's client address
 	Bootstrap     bool          // --cluster-bootstrap
@@ -97,8 +98,8 @@ func checkCluster(cfg *Config) error {
 	c := &cfg.Cluster
 	if c.RaftDir == "" {
 		var errs []error
-		if c.NodeID != "" || c.RaftAddr != "" || c.Peers != "" || c.Bootstrap {
-			errs = append(errs, errors.New("--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)"))
+		if c.NodeID != "" || c.RaftAddr != "" || c.RaftBind != "" || c.Peers != "" || c.Bootstrap {
+			errs = append(errs, errors.New("--node-id, --raft-addr, --raft-bind, --cluster-peers and --cluster-bootstrap need --raft-dir (cluster mode)"))
 		}
 		if c.Forward {
 			errs = append(errs, errors.New("--cluster-forward needs --raft-dir (cluster mode): only a cluster member has a leader to forward to"))
@@ -270,15 +271,16 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", c.RaftAddr)
+	ln, err := listenRaft(c)
 	if err != nil {
 		storage.Close()
-		return nil, fmt.Errorf("--raft-addr %s: %w", c.RaftAddr, err)
+		return nil, err
 	}
 	// The node, once made, is told when a peer's raft connection ends:
 	// the leader's process may be gone (cluster/quickfailover.go).
 	var nodeRef atomic.Pointer[cluster.Node]
 	stream, err := cluster.NewStream(guard.Listener(ln), cluster.StreamConfig{Token: []byte(c.RaftToken),
+		Advertise: raft.ServerAddress(c.RaftAddr),
 		ServerTLS: serverTLS, ClientTLS: clientTLS,
 		OnRefused: func(remote string, err error) {
 			ncfg.Events.Warn("raft peer refused", "remote", remote, "error", err.Error())
@@ -390,6 +392,32 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 		raftCertNotAfter: certNotAfter(serverTLS)}, nil
 }
 
+// listenRaft binds the raft listener: on --raft-bind when given, else on
+// --raft-addr, whose host is then resolved once, now. Either way the
+// stream advertises --raft-addr as written. In Kubernetes a member's
+// stable DNS name resolves only once its pod is published (and is then
+// found again at each dial when the pod comes back with a new IP), so
+// the pod binds its own interfaces with --raft-bind and advertises the
+// name with --raft-addr.
+func listenRaft(c *ClusterConfig) (net.Listener, error) {
+	if c.RaftBind != "" {
+		ln, err := net.Listen("tcp", c.RaftBind)
+		if err != nil {
+			return nil, fmt.Errorf("--raft-bind %s: %w", c.RaftBind, err)
+		}
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", c.RaftAddr)
+	if err != nil {
+		var dns *net.DNSError
+		if errors.As(err, &dns) {
+			return nil, fmt.Errorf("--raft-addr %s: %w (to advertise a name that does not resolve yet, bind another address with --raft-bind)", c.RaftAddr, err)
+		}
+		return nil, fmt.Errorf("--raft-addr %s: %w", c.RaftAddr, err)
+	}
+	return ln, nil
+}
+
 // serveNetconn serves the client listener and godistlock's, if any, on
 // ns until they close; a listener that fails otherwise closes the server
 // and its error is returned.
@@ -460,6 +488,6 @@ func clusterAttrs(c *ClusterConfig, tls bool) []any {
 	if tls || !c.Loops {
 		transport = "netconn"
 	}
-	return []any{"cluster", true, "node_id", c.NodeID, "raft_addr", c.RaftAddr, "raft_tls", c.RaftTLSCert != "",
+	return []any{"cluster", true, "node_id", c.NodeID, "raft_addr", c.RaftAddr, "raft_bind", c.RaftBind, "raft_tls", c.RaftTLSCert != "",
 		"peers", strings.Count(c.Peers, "="), "forward", c.Forward, "client_transport", transport}
 }

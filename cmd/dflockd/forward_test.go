@@ -29,7 +29,7 @@ func TestConfigClusterForward(t *testing.T) {
 	wantErr(t, []string{"--cluster-forward"}, nil, "--cluster-forward needs --raft-dir (cluster mode)")
 	wantErr(t, nil, map[string]string{"DFLOCKD_CLUSTER_FORWARD": "true"}, "--cluster-forward needs --raft-dir")
 	wantErr(t, []string{"--cluster-forward", "--node-id", "n1"}, nil,
-		"--cluster-forward needs --raft-dir", "--node-id, --raft-addr, --cluster-peers and --cluster-bootstrap need --raft-dir")
+		"--cluster-forward needs --raft-dir", "--node-id, --raft-addr, --raft-bind, --cluster-peers and --cluster-bootstrap need --raft-dir")
 	wantErr(t, append(base, "--cluster-forward=maybe"), nil, "--cluster-forward must be a boolean")
 	wantErr(t, base, map[string]string{"DFLOCKD_CLUSTER_FORWARD": "maybe"}, "DFLOCKD_CLUSTER_FORWARD must be a boolean")
 }
