@@ -12,6 +12,7 @@ import (
 
 	"github.com/dflockd-ng/dflockd/client"
 	"github.com/dflockd-ng/dflockd/internal/testserver"
+	"github.com/dflockd-ng/dflockd/version"
 )
 
 // ctl runs dflockctl against srv (through DFLOCKD_HOST and DFLOCKD_PORT).
@@ -249,13 +250,13 @@ func TestRawPingStatsVersion(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		r := run(t, nil, args...)
-		if r.code != 0 || !strings.HasPrefix(r.stdout, "dflockctl "+version+" (go") {
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "dflockctl "+version.String()+" (revision "+version.Revision()+", go") {
 			t.Fatalf("%v: %d %q", args, r.code, r.stdout)
 		}
 	}
 	r = run(t, nil, "version", "--json")
 	var v map[string]string
-	if json.Unmarshal([]byte(r.stdout), &v) != nil || v["version"] != version {
+	if json.Unmarshal([]byte(r.stdout), &v) != nil || v["version"] != version.String() || v["revision"] != version.Revision() {
 		t.Fatalf("version --json: %q", r.stdout)
 	}
 }

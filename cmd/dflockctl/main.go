@@ -27,10 +27,8 @@ import (
 	"strings"
 
 	"github.com/dflockd-ng/dflockd/client"
+	"github.com/dflockd-ng/dflockd/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
 
 // cli carries the process's outside world so tests can run subcommands
 // in-process, and the prompt can run them on its own terminal.
@@ -184,8 +182,9 @@ func (c *cli) printVersion(g *globals, args []string) int {
 	if _, code, ok := c.parseCommand("version", "usage: dflockctl version [--json]", g, args, 0, 0, nil); !ok {
 		return code
 	}
-	c.emit(g, fmt.Sprintf("dflockctl %s (%s)", version, runtime.Version()),
-		map[string]string{"version": version, "go": runtime.Version()})
+	v, rev := version.String(), version.Revision()
+	c.emit(g, fmt.Sprintf("dflockctl %s (revision %s, %s)", v, rev, runtime.Version()),
+		map[string]string{"version": v, "revision": rev, "go": runtime.Version()})
 	return exitOK
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/tlscert"
+	"github.com/dflockd-ng/dflockd/version"
 )
 
 // ClusterConfig is the cluster part of the configuration (spec §E.2 V2C).
@@ -327,7 +328,7 @@ func newClusterServer(cfg Config, log *slog.Logger, guard *fdguard.Guard, client
 	rc.Logger = rlog
 	events := metrics.NewRaftEvents() // /metrics registers them, with --http-port
 	node, err := cluster.New(cluster.Config{
-		Version: version,
+		Version: version.String(),
 		Observer: cluster.Observer{LeaderChange: events.LeaderChanged, Commit: events.ObserveCommit,
 			Apply: events.ObserveApply, NewLeader: func(id, raftAddr string) {
 				log.Info("raft: a new leader", "leader_id", id, "leader_raft_addr", raftAddr)

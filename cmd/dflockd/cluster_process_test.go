@@ -24,6 +24,7 @@ type member struct {
 	id     string
 	client string // host:port
 	args   []string
+	bin    string // the binary start runs ("": this tree's, binary)
 	cmd    *exec.Cmd
 	log    *testserver.Output
 }
@@ -36,6 +37,17 @@ func startMembers(t *testing.T, n int) []*member {
 
 // startMembersWith is startMembers with extra flags for every member.
 func startMembersWith(t *testing.T, n int, extra ...string) []*member {
+	t.Helper()
+	ms := newMembers(t, n, extra...)
+	for _, m := range ms {
+		m.start()
+	}
+	return ms
+}
+
+// newMembers is startMembersWith without the start: the members' flags,
+// for a test to choose their binaries.
+func newMembers(t *testing.T, n int, extra ...string) []*member {
 	t.Helper()
 	token := strings.Repeat("k", 40)
 	var ms []*member
@@ -54,7 +66,6 @@ func startMembersWith(t *testing.T, n int, extra ...string) []*member {
 			"--node-id", m.id, "--raft-addr", raftAddrs[i], "--cluster-peers", strings.Join(peers, ","),
 			"--cluster-bootstrap", "--raft-auth-token", token, "--shutdown-timeout", "1"}
 		m.args = append(m.args, extra...)
-		m.start()
 	}
 	return ms
 }
@@ -62,7 +73,11 @@ func startMembersWith(t *testing.T, n int, extra ...string) []*member {
 func (m *member) start() {
 	m.t.Helper()
 	m.log = new(testserver.Output)
-	m.cmd = exec.Command(binary(m.t), m.args...)
+	bin := m.bin
+	if bin == "" {
+		bin = binary(m.t)
+	}
+	m.cmd = exec.Command(bin, m.args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)

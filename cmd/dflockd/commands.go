@@ -11,6 +11,8 @@ import (
 	"io"
 	"runtime"
 	"strings"
+
+	"github.com/dflockd-ng/dflockd/version"
 )
 
 // command is one word that may begin the command line.
@@ -94,9 +96,10 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 	return 2
 }
 
-// versionLine is what version and --version print.
+// versionLine is what version and --version print: the release number
+// (package version), the revision and the Go version.
 func versionLine() string {
-	return fmt.Sprintf("dflockd-ng %s (%s)\n", version, runtime.Version())
+	return fmt.Sprintf("dflockd-ng %s (revision %s, %s)\n", version.String(), version.Revision(), runtime.Version())
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {

@@ -33,6 +33,7 @@ import (
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/session"
 	"github.com/dflockd-ng/dflockd/tlscert"
+	"github.com/dflockd-ng/dflockd/version"
 )
 
 // HTTPConfig is the HTTP API part of the configuration (spec §E.2, the
@@ -176,7 +177,7 @@ func newHTTPAPI(cfg Config, src httpSources) *httpapi.API {
 		Engine:     eng,
 		Raft:       rm,
 		RaftEvents: re,
-		Build:      metrics.Build{Version: version, Profile: cfg.Compat},
+		Build:      metrics.Build{Version: version.String(), Revision: version.Revision(), Profile: cfg.Compat},
 		Hub:        src.hub,
 		Fences:     src.fences,
 		Transports: map[string]func() int{

@@ -25,11 +25,9 @@ import (
 	"github.com/dflockd-ng/dflockd/internal/ratelog"
 	"github.com/dflockd-ng/dflockd/netconn"
 	"github.com/dflockd-ng/dflockd/session"
+	"github.com/dflockd-ng/dflockd/version"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
 
 // Client incidents (failed auths, refused connections, protocol errors)
 // are logged at most eventsPerSecond a second on average, eventsBurst at
@@ -116,7 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ready := make(chan struct{})
 	scfg := session.Config{
 		Profile: profile, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
-		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version, Events: events, Policy: cfg.Policy,
+		AuthToken: cfg.AuthToken, Version: "dflockd-ng/" + version.String(), Events: events, Policy: cfg.Policy,
 	}
 
 	// The HTTP API's listener is bound first, so that a bind error is
@@ -209,12 +207,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var httpErr error
 	select {
 	case <-ready:
-		attrs := []any{"addr", addr, "loops", loops, "version", version, "profile", cfg.Compat}
+		attrs := []any{"addr", addr, "loops", loops, "version", version.String(), "profile", cfg.Compat}
 		if certs == nil && cfg.Cluster.RaftDir != "" && !cfg.Cluster.Loops {
-			attrs = []any{"addr", addr, "version", version, "profile", cfg.Compat} // netconn: no loops
+			attrs = []any{"addr", addr, "version", version.String(), "profile", cfg.Compat} // netconn: no loops
 		}
 		if certs != nil {
-			attrs = []any{"addr", addr, "tls", true, "version", version, "profile", cfg.Compat}
+			attrs = []any{"addr", addr, "tls", true, "version", version.String(), "profile", cfg.Compat}
 			attrs = append(attrs, certAttrs(certs)...)
 		}
 		if gdAddr != "" {

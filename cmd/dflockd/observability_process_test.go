@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/internal/testserver"
+	"github.com/dflockd-ng/dflockd/version"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -60,8 +61,8 @@ func TestClusterMemberObservability(t *testing.T) {
 	if v := metricValue(fams, "dflockd_raft_leader_changes_total"); v < 1 {
 		t.Errorf("dflockd_raft_leader_changes_total = %v on a member that leads, want >= 1", v)
 	}
-	if v := metricValue(fams, "dflockd_build_info", "version", version, "profile", "v2"); v != 1 {
-		t.Errorf("dflockd_build_info{version=%q,profile=\"v2\"} = %v, want 1", version, v)
+	if v := metricValue(fams, "dflockd_build_info", "version", version.String(), "profile", "v2"); v != 1 {
+		t.Errorf("dflockd_build_info{version=%q,profile=\"v2\"} = %v, want 1", version.String(), v)
 	}
 	if code, _ := get("/metrics", clientToken); code != http.StatusOK {
 		t.Errorf("/metrics with the clients' token: %d, want 200", code)
