@@ -52,8 +52,13 @@ type quickNode struct {
 // the node.
 func (n *quickNode) kill() {
 	n.dead = true
-	n.stream.dropDialed()
+	// A dead process's listener is gone by the time its peers see its
+	// connections end: close it first. The other way round, a follower
+	// could probe between the two, find the port still taking
+	// connections, and (every connection having ended already) never
+	// probe again.
 	_ = n.stream.Close()
+	n.stream.dropDialed()
 	_ = n.node.Shutdown()
 }
 
