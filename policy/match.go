@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 )
 
@@ -35,10 +36,14 @@ func cutSuffix(s, suffix string) (string, bool) {
 
 // matcher decides, for a class and a key, whether the longest pattern that
 // covers the key and names the class allows or denies it. It is a radix
-// tree of the patterns' literals, in three flat arrays (nodes, edges, label
-// bytes), so that a lookup walks the key once, remembering the last
-// decision on its way, touches a few cache lines, and allocates nothing:
-// its cost is the key's length however many rules there are.
+// tree of the patterns' literals in one byte arena, each node a record
+// with its label and its edges beside it, so that a lookup walks the key
+// once, remembering the last decision on its way, touches about one cache
+// line a node, and allocates nothing: its cost is the key's length however
+// many rules there are. On a server with many tenants the tries are seldom
+// in the cache between two requests of one tenant: the cache lines a walk
+// misses, not its instructions, are what a check costs there, hence one
+// record per node rather than arrays of nodes, edges and labels apart.
 //
 // Each node stands for the literal spelled by the edge bytes and labels
 // from the root to it; a node exists where a rule's literal ends or where
@@ -47,30 +52,56 @@ func cutSuffix(s, suffix string) (string, bool) {
 // literal alone; an exact rule is the longer match, so it wins over a
 // prefix rule of the same literal.
 type matcher struct {
-	nodes  []trieNode
-	edges  []trieEdge // each node's, sorted by byte, contiguous
-	labels []byte     // each node's label, contiguous
+	// a holds the node records, the root's at 0, each at an offset that
+	// is a multiple of 4:
+	//
+	//	0  prefixSet   classes the node's prefix rules name
+	//	1  prefixAll   of those, the ones they allow
+	//	2  exactSet
+	//	3  exactAllow
+	//	4  belowDeny   classes that a rule strictly below the node, or an
+	//	               exact rule at it, denies (a pattern subscription
+	//	               whose literal part ends at the node is allowed only
+	//	               if nothing under it is denied)
+	//	6  uint16      edge count E
+	//	8  uint16      label length L: the bytes after the edge into the node
+	//	12 L bytes     the label
+	//	   E bytes     the edges' bytes, sorted
+	//	   (to a multiple of 4)
+	//	   E × uint32  the edges' child offsets, in the same order
+	a []byte
 }
 
-type trieNode struct {
-	label      uint32 // the bytes after the edge into the node: labels[label:label+labelLen]
-	labelLen   uint16
-	edgeCount  uint16
-	firstEdge  uint32
-	prefixSet  Classes // classes the node's prefix rules name
-	prefixAll  Classes // of those, the ones they allow
-	exactSet   Classes
-	exactAllow Classes
-	// belowDeny: classes that a rule strictly below the node, or an exact
-	// rule at it, denies. A pattern subscription whose literal part ends
-	// at the node is allowed only if nothing under it is denied.
-	belowDeny Classes
+const nodeHeader = 12
+
+// node is a record of the arena, read.
+type node struct {
+	sets             [5]Classes // prefixSet, prefixAll, exactSet, exactAllow, belowDeny
+	label, edgeBytes []byte
+	ptrs             uint32 // offset of the child offsets
 }
 
-type trieEdge struct {
-	b    byte
-	next uint32
+// at reads the node record at offset o.
+func (m *matcher) at(o uint32) node {
+	h := m.a[o : o+nodeHeader]
+	e, l := uint32(binary.LittleEndian.Uint16(h[6:])), uint32(binary.LittleEndian.Uint16(h[8:]))
+	p := o + nodeHeader
+	return node{
+		sets:  [5]Classes{Classes(h[0]), Classes(h[1]), Classes(h[2]), Classes(h[3]), Classes(h[4])},
+		label: m.a[p : p+l], edgeBytes: m.a[p+l : p+l+e], ptrs: align4(p + l + e),
+	}
 }
+
+// child is the offset of the node the edge of byte b out of n leads to.
+func (m *matcher) child(n *node, b byte) (uint32, bool) {
+	j := bytes.IndexByte(n.edgeBytes, b)
+	if j < 0 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(m.a[n.ptrs+4*uint32(j):]), true
+}
+
+func align4(o uint32) uint32 { return (o + 3) &^ 3 }
 
 // rule is a parsed allow or deny line.
 type rule struct {
@@ -120,25 +151,26 @@ func newMatcher(rules []rule) matcher {
 	return m
 }
 
-// flatten appends the node that stands for b (its label already read
-// into label) and its subtree, and returns its index and the classes its
-// subtree denies (for its parent's belowDeny).
+// flatten appends the record of the node that stands for b (its label
+// already read into label) and then its subtree's, and returns the
+// record's offset and the classes its subtree denies (for its parent's
+// belowDeny).
 func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes) {
-	idx := uint32(len(m.nodes))
-	m.nodes = append(m.nodes, trieNode{
-		label: uint32(len(m.labels)), labelLen: uint16(len(label)),
-		prefixSet: b.prefixSet, prefixAll: b.prefixAll, exactSet: b.exactSet, exactAllow: b.exactAllow,
-	})
-	m.labels = append(m.labels, label...)
 	keys := make([]byte, 0, len(b.children))
 	for k := range b.children {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	// The node's edges are contiguous: reserve them, then fill them in as
-	// the children are flattened after.
-	first := uint32(len(m.edges))
-	m.edges = append(m.edges, make([]trieEdge, len(keys))...)
+	o := uint32(len(m.a))
+	p := o + nodeHeader + uint32(len(label)) + uint32(len(keys))
+	ptrs := align4(p)
+	m.a = append(m.a, make([]byte, ptrs+4*uint32(len(keys))-o)...)
+	h := m.a[o:]
+	h[0], h[1], h[2], h[3] = byte(b.prefixSet), byte(b.prefixAll), byte(b.exactSet), byte(b.exactAllow)
+	binary.LittleEndian.PutUint16(h[6:], uint16(len(keys)))
+	binary.LittleEndian.PutUint16(h[8:], uint16(len(label)))
+	copy(h[nodeHeader:], label)
+	copy(h[nodeHeader+len(label):], keys)
 	var below Classes
 	for i, k := range keys {
 		c := b.children[k]
@@ -150,56 +182,72 @@ func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes) {
 				c = cc
 			}
 		}
-		ci, d := m.flatten(c, lab)
-		m.edges[first+uint32(i)] = trieEdge{b: k, next: ci}
+		co, d := m.flatten(c, lab)
+		binary.LittleEndian.PutUint32(m.a[ptrs+4*uint32(i):], co) // m.a may have moved
 		below |= d
 	}
-	nd := &m.nodes[idx]
-	nd.firstEdge, nd.edgeCount = first, uint16(len(keys))
-	nd.belowDeny = below | nd.exactSet&^nd.exactAllow
-	return idx, below | nd.exactSet&^nd.exactAllow | nd.prefixSet&^nd.prefixAll
-}
-
-// child is the node the edge of byte b out of n leads to.
-func (m *matcher) child(n *trieNode, b byte) (uint32, bool) {
-	for _, e := range m.edges[n.firstEdge : n.firstEdge+uint32(n.edgeCount)] {
-		if e.b == b {
-			return e.next, true
-		}
-		if e.b > b {
-			break
-		}
-	}
-	return 0, false
+	own := b.exactSet &^ b.exactAllow
+	m.a[o+4] = byte(below | own)
+	return o, below | own | b.prefixSet&^b.prefixAll
 }
 
 // allows reports whether key may be used for c.
 func (m *matcher) allows(c Class, key []byte) bool {
+	ok, _ := m.walk(c, key, walkState{}, nil)
+	return ok
+}
+
+// walkState is where a walk stands: at the record at off, key[:i]
+// consumed (i at the end of that node's label), allow the decisions of
+// the prefix rules met so far, for every class.
+type walkState struct {
+	off   uint32
+	i     int
+	allow Classes
+}
+
+// walk decides key for c from st (the root's state, the zero one, or one
+// a walk of a key with the same first st.i bytes left). It also returns
+// the state at the last node it reached with key left to read, the point
+// from which the next key with that beginning may start (found false: the
+// root's). It reads the records itself rather than through at and child:
+// it is the request path's, and the calls and copies those cost would be
+// most of a check.
+func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allowed, found bool) {
 	bit := Classes(1) << c
-	allowed := false
-	nd := &m.nodes[0]
-	for i := 0; ; {
-		if l := int(nd.labelLen); l > 0 {
-			if len(key)-i < l || string(key[i:i+l]) != string(m.labels[nd.label:nd.label+uint32(l)]) {
-				return allowed // the key ends in the label, or leaves it
+	a := m.a
+	o, i, allow := int(st.off), st.i, st.allow
+	for {
+		h := a[o : o+nodeHeader]
+		p := o + nodeHeader
+		if i > st.i || o == 0 { // a node entered here, not the state's own
+			if l := int(binary.LittleEndian.Uint16(h[8:])); l > 0 {
+				if len(key)-i < l || string(key[i:i+l]) != string(a[p:p+l]) {
+					return allow&bit != 0, found // the key ends in the label, or leaves it
+				}
+				i += l
 			}
-			i += l
+			allow = allow&^Classes(h[0]) | Classes(h[1])
 		}
-		if nd.prefixSet&bit != 0 {
-			allowed = nd.prefixAll&bit != 0
-		}
+		p += int(binary.LittleEndian.Uint16(h[8:]))
 		if i == len(key) {
-			if nd.exactSet&bit != 0 {
-				allowed = nd.exactAllow&bit != 0
+			if Classes(h[2])&bit != 0 {
+				return Classes(h[3])&bit != 0, found
 			}
-			return allowed
+			return allow&bit != 0, found
 		}
-		next, ok := m.child(nd, key[i])
-		if !ok {
-			return allowed
+		if last != nil && o != 0 {
+			*last, found = walkState{off: uint32(o), i: i, allow: allow}, true
 		}
+		b, e := key[i], int(binary.LittleEndian.Uint16(h[6:]))
+		j := 0
+		for ; j < e && a[p+j] < b; j++ { // sorted: stop at the first not below
+		}
+		if j == e || a[p+j] != b {
+			return allow&bit != 0, found
+		}
+		o = int(binary.LittleEndian.Uint32(a[(p+e+3)&^3+4*j:]))
 		i++
-		nd = &m.nodes[next]
 	}
 }
 
@@ -210,36 +258,35 @@ func (m *matcher) allows(c Class, key []byte) bool {
 func (m *matcher) allowsAllUnder(c Class, lit []byte) bool {
 	bit := Classes(1) << c
 	allowed := false
-	nd := &m.nodes[0]
+	nd := m.at(0)
 	for i := 0; ; {
-		if l := int(nd.labelLen); l > 0 {
-			label := m.labels[nd.label : nd.label+uint32(l)]
+		if l := len(nd.label); l > 0 {
 			rest := lit[i:]
 			if len(rest) < l {
-				if string(label[:len(rest)]) == string(rest) {
+				if string(nd.label[:len(rest)]) == string(rest) {
 					// lit ends inside the label: the node and all under
 					// it are under lit.
-					return allowed && (nd.belowDeny|nd.prefixSet&^nd.prefixAll)&bit == 0
+					return allowed && (nd.sets[4]|nd.sets[0]&^nd.sets[1])&bit == 0
 				}
 				return allowed // lit leaves the tree: no rule under it
 			}
-			if string(rest[:l]) != string(label) {
+			if string(rest[:l]) != string(nd.label) {
 				return allowed
 			}
 			i += l
 		}
-		if nd.prefixSet&bit != 0 {
-			allowed = nd.prefixAll&bit != 0
+		if nd.sets[0]&bit != 0 {
+			allowed = nd.sets[1]&bit != 0
 		}
 		if i == len(lit) {
-			return allowed && nd.belowDeny&bit == 0
+			return allowed && nd.sets[4]&bit == 0
 		}
-		next, ok := m.child(nd, lit[i])
+		next, ok := m.child(&nd, lit[i])
 		if !ok {
 			return allowed // no rule at all under lit
 		}
 		i++
-		nd = &m.nodes[next]
+		nd = m.at(next)
 	}
 }
 

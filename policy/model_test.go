@@ -110,6 +110,52 @@ func TestMatcherAgainstReference(t *testing.T) {
 	t.Logf("%d cases agreed", cases)
 }
 
+// TestResumeAgainstReference: checks through one Resume, as a session
+// makes them, agree with the naive definition: sequences of keys that
+// often share their beginning (the same key again, a sibling, a longer or
+// a shorter one), over two identities taking turns on the one Resume.
+func TestResumeAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cases, resumed := 0, 0
+	for range 3000 {
+		rulesA, rulesB := randRules(r), randRules(r)
+		a := &Identity{Name: "a", rules: rulesA, m: newMatcher(rulesA)}
+		b := &Identity{Name: "b", rules: rulesB, m: newMatcher(rulesB)}
+		var res Resume
+		key := randLit(r, 7)
+		for range 60 {
+			switch r.IntN(4) {
+			case 0:
+				key = randLit(r, 7)
+			case 1: // a sibling: the last byte changed
+				if key != "" {
+					key = key[:len(key)-1] + string(alphabet[r.IntN(len(alphabet))])
+				}
+			case 2: // longer
+				key += randLit(r, 3)
+			case 3: // shorter
+				key = key[:r.IntN(len(key)+1)]
+			}
+			id, rules := a, rulesA
+			if r.IntN(5) == 0 {
+				id, rules = b, rulesB
+			}
+			c := Class(r.IntN(int(numClasses)))
+			if res.id == id && int(res.n) <= len(key) && key[:res.n] == string(res.buf[:res.n]) {
+				resumed++
+			}
+			cases++
+			if got, want := id.AllowsResume(c, []byte(key), &res), refDecide(rules, c, key); got != want {
+				t.Fatalf("AllowsResume(%v, %q) = %v, reference %v; rules:\n%s", c, key, got, want, dumpRules(rules))
+			}
+		}
+	}
+	if resumed < cases/20 {
+		t.Fatalf("only %d of %d checks resumed a walk: the test does not exercise resuming", resumed, cases)
+	}
+	t.Logf("%d cases agreed, %d of them resumed", cases, resumed)
+}
+
 // TestPatternSoundness: when a subscription pattern is allowed, every
 // channel it matches is allowed.
 func TestPatternSoundness(t *testing.T) {

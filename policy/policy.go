@@ -60,10 +60,55 @@ func (id *Identity) Allows(c Class, key []byte) bool {
 	if id.everything {
 		return true
 	}
-	if len(id.m.nodes) == 0 {
+	if len(id.m.a) == 0 {
 		return false
 	}
 	return id.m.allows(c, key)
+}
+
+// A Resume remembers where an identity's last check left its walk down
+// the rules' tree: at the last branch before the key's end. A client's
+// next key often begins the same way (the release of the key it just
+// locked, the next key under its prefix), and its check then starts
+// there instead of at the root, skipping the nodes above: on a server
+// with many tenants those are the ones the cache has lost since this
+// client's last request. The zero Resume remembers nothing. A Resume
+// belongs to one goroutine (a session's); it does not allocate.
+type Resume struct {
+	id  *Identity // whose walk it remembers; nil: none
+	st  walkState
+	n   uint8 // the beginning's length, ≤ len(buf)
+	buf [resumeBytes]byte
+}
+
+// resumeBytes bounds the beginning a Resume remembers: a longer one is
+// not remembered, and its next check starts at the root.
+const resumeBytes = 48
+
+// AllowsResume is Allows, starting where r says when key begins as the
+// key of r's last walk did there, and leaving in r where this walk
+// branched last.
+func (id *Identity) AllowsResume(c Class, key []byte, r *Resume) bool {
+	if id.everything {
+		return true
+	}
+	if len(id.m.a) == 0 {
+		return false
+	}
+	var from walkState
+	if r.id == id && int(r.n) <= len(key) && string(key[:r.n]) == string(r.buf[:r.n]) {
+		from = r.st
+	}
+	var last walkState
+	ok, found := id.m.walk(c, key, from, &last)
+	switch {
+	case !found || last.i > resumeBytes:
+		r.id = nil
+	case r.id != id || last != r.st:
+		r.id, r.st, r.n = id, last, uint8(last.i)
+		copy(r.buf[:], key[:last.i])
+	}
+	return ok
 }
 
 // AllowsPattern reports whether the identity may subscribe to a
@@ -73,7 +118,7 @@ func (id *Identity) AllowsPattern(c Class, pattern []byte) bool {
 	if id.everything {
 		return true
 	}
-	if len(id.m.nodes) == 0 {
+	if len(id.m.a) == 0 {
 		return false
 	}
 	lit, wild := literalPart(pattern)

@@ -171,6 +171,9 @@ func (s *Session) admit(id *policy.Identity) bool {
 	}
 	s.ident, s.identPol, s.usage = id, s.hub.acl.pol.Load(), u
 	s.who.Store(id)
+	if !id.Everything() && s.resume == nil {
+		s.resume = new(policy.Resume) // made here, not on the request path
+	}
 	if q := id.Quota; s.hub.eng != nil && (q.Locks > 0 || q.Waiters > 0 || q.Keys > 0) {
 		// A single node's engine counts the identity's claims and keys
 		// (a cluster's replicas would have to agree on it: not there).
@@ -220,6 +223,8 @@ func (s *Session) refused(req *vocab.Request) bool {
 		allowed = id.AllowsSome(chk.Class)
 	case chk.Pattern:
 		allowed = id.AllowsPattern(chk.Class, req.Key)
+	case s.resume != nil:
+		allowed = id.AllowsResume(chk.Class, req.Key, s.resume)
 	default:
 		allowed = id.Allows(chk.Class, req.Key)
 	}

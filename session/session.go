@@ -87,7 +87,8 @@ type Session struct {
 	// identity is over its rate, and reading waits until paceUntil.
 	ident     *policy.Identity
 	identPol  *policy.Policy
-	byCert    bool // ident came from the client's certificate
+	resume    *policy.Resume // where its last check's walk branched (nil: every permission)
+	byCert    bool           // ident came from the client's certificate
 	usage     *Usage
 	who       atomic.Pointer[policy.Identity]
 	paced     bool
