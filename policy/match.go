@@ -63,6 +63,10 @@ type matcher struct {
 	//	               exact rule at it, denies (a pattern subscription
 	//	               whose literal part ends at the node is allowed only
 	//	               if nothing under it is denied)
+	//	5  belowSet    classes that a rule strictly below the node, or an
+	//	               exact rule at it, names: for another class the
+	//	               decision of a longer key is made by the time a walk
+	//	               reaches the node, and the walk stops there
 	//	6  uint16      edge count E
 	//	8  uint16      label length L: the bytes after the edge into the node
 	//	12 L bytes     the label
@@ -147,15 +151,15 @@ func newMatcher(rules []rule) matcher {
 		}
 	}
 	var m matcher
-	m.flatten(root, nil)
+	_, _, _ = m.flatten(root, nil)
 	return m
 }
 
 // flatten appends the record of the node that stands for b (its label
 // already read into label) and then its subtree's, and returns the
-// record's offset and the classes its subtree denies (for its parent's
-// belowDeny).
-func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes) {
+// record's offset and the classes its subtree denies and names (for its
+// parent's belowDeny and belowSet).
+func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes, Classes) {
 	keys := make([]byte, 0, len(b.children))
 	for k := range b.children {
 		keys = append(keys, k)
@@ -171,7 +175,7 @@ func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes) {
 	binary.LittleEndian.PutUint16(h[8:], uint16(len(label)))
 	copy(h[nodeHeader:], label)
 	copy(h[nodeHeader+len(label):], keys)
-	var below Classes
+	var below, named Classes
 	for i, k := range keys {
 		c := b.children[k]
 		// Follow a chain of nodes with one child and no rule: one label.
@@ -182,13 +186,15 @@ func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes) {
 				c = cc
 			}
 		}
-		co, d := m.flatten(c, lab)
+		co, d, n := m.flatten(c, lab)
 		binary.LittleEndian.PutUint32(m.a[ptrs+4*uint32(i):], co) // m.a may have moved
 		below |= d
+		named |= n
 	}
 	own := b.exactSet &^ b.exactAllow
 	m.a[o+4] = byte(below | own)
-	return o, below | own | b.prefixSet&^b.prefixAll
+	m.a[o+5] = byte(named | b.exactSet)
+	return o, below | own | b.prefixSet&^b.prefixAll, named | b.exactSet | b.prefixSet
 }
 
 // allows reports whether key may be used for c.
@@ -238,6 +244,9 @@ func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allo
 		}
 		if last != nil && o != 0 {
 			*last, found = walkState{off: uint32(o), i: i, allow: allow}, true
+		}
+		if Classes(h[5])&bit == 0 {
+			return allow&bit != 0, found // no rule further down names c
 		}
 		b, e := key[i], int(binary.LittleEndian.Uint16(h[6:]))
 		j := 0

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/dflockd-ng/dflockd/policy"
@@ -35,6 +36,12 @@ func readPolicy(file string) (*policy.Policy, error) {
 	if p.Identity(session.AuthTokenIdentity) != nil {
 		return nil, fmt.Errorf("policy: identity %q is reserved for the --auth-token holder", session.AuthTokenIdentity)
 	}
+	// Reading a large file leaves megabytes of garbage (the text, the
+	// tries built before they are flattened) that the runtime would give
+	// back to the system only minutes later: give it back now, so that a
+	// policy costs the resident memory of what it keeps.
+	data = nil
+	debug.FreeOSMemory()
 	return p, nil
 }
 

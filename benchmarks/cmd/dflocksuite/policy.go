@@ -43,6 +43,13 @@ const (
 	policyNone      = "no-policy"
 	policyOwn       = "policy"      // one identity per connection
 	policyMany      = "policy-many" // --policy-identities identities
+	// policyNoneB is a second server without a policy: what two processes
+	// of one binary differ by, the spread under every cross-process ratio.
+	policyNoneB = "no-policy-b"
+	// policyAdmin is the policy server's own process, its connections
+	// authenticated with its --auth-token, whose identity has every
+	// permission and skips the check: the policy's cost within one process.
+	policyAdmin = "policy-admin"
 	policyKeyPrefix = "suite.policy"
 )
 
@@ -142,9 +149,13 @@ func (s *runner) policyPhase(ctx context.Context) (*policyResult, error) {
 		name       string
 		identities int
 	}
-	vars := []variant{{policyNone, 0}, {policyOwn, s.policyConns}}
+	vars := []variant{{policyNone, 0}, {policyNoneB, 0}, {policyOwn, s.policyConns}}
 	if s.policyMany > 0 {
 		vars = append(vars, variant{policyMany, s.policyMany})
+	}
+	admin, err := randomTokens(1)
+	if err != nil {
+		return nil, err
 	}
 	var ts []*target
 	for _, v := range vars {
@@ -158,6 +169,9 @@ func (s *runner) policyPhase(ctx context.Context) (*policyResult, error) {
 				return nil, err
 			}
 			extra = []string{"--policy-file", path}
+			if v.name == policyOwn {
+				extra = append(extra, "--auth-token", admin[0])
+			}
 			srv.Rules, srv.FileBytes = s.policyRules, len(src)
 			t.tokens = tokens[:s.policyConns]
 		}
@@ -174,14 +188,20 @@ func (s *runner) policyPhase(ctx context.Context) (*policyResult, error) {
 		fmt.Fprintf(s.stderr, "dflocksuite: %s idle RSS %.2f MiB (anon %.2f MiB)\n", v.name, float64(m.RSS)/(1<<20), float64(m.RssAnon)/(1<<20))
 		res.Servers = append(res.Servers, srv)
 		ts = append(ts, t)
+		if v.name == policyOwn {
+			res.Servers = append(res.Servers, policyServer{Name: policyAdmin, Identities: srv.Identities, Rules: srv.Rules,
+				FileBytes: srv.FileBytes, IdleRSS: srv.IdleRSS, IdleAnon: srv.IdleAnon})
+			ts = append(ts, &target{name: policyAdmin, kind: "line", keyPrefix: policyKeyPrefix, addr: t.addr, pid: t.pid, tokens: admin})
+		}
 	}
 	built := "built from this tree"
 	if s.dflockdBin != "" {
 		built = "prebuilt (`--dflockd-bin`)"
 	}
 	res.Notes = append(res.Notes,
-		fmt.Sprintf("One dflockd-ng binary %s, started three times with `--loops %d --max-locks %d`: `%s` without a policy; `%s` with `--policy-file` of %d identities, one per connection; `%s` with the same rules for %d identities, of which the connections use the first %d. All started at the outset, pinned to CPU %s, idle but for their turn.",
-			built, s.ngLoops, s.ngMaxLocks, policyNone, policyOwn, s.policyConns, policyMany, s.policyMany, s.policyConns, orAll(s.serverCPUs)),
+		fmt.Sprintf("One dflockd-ng binary %s, started four times with `--loops %d --max-locks %d`: `%s` and `%s` without a policy (two processes of one binary: their ratio is the spread that separates processes, under every ratio across them); `%s` with `--policy-file` of %d identities, one per connection, and an `--auth-token`; `%s` with the same rules for %d identities, of which the connections use the first %d. `%s` is the `%s` process again, its connections authenticated with that `--auth-token`, whose identity has every permission and skips the check: `%s` over `%s` is the check's cost within one process. All started at the outset, pinned to CPU %s, idle but for their turn.",
+			built, s.ngLoops, s.ngMaxLocks, policyNone, policyNoneB, policyOwn, s.policyConns, policyMany, s.policyMany, s.policyConns,
+			policyAdmin, policyOwn, policyOwn, policyAdmin, orAll(s.serverCPUs)),
 		fmt.Sprintf("Every identity has %d rules: `allow lock %s.c<i>.*` (its connection's keys) and %d decoys that leave that decision alone: other prefixes beside the path (`allow lock,read,write app<k>/tenant-<i>/*`), denies below the keys (`deny write %s.c<i>.s<k>.frozen/*`) and exact keys beside them (`allow read %s.c<i>.kv<k>`). Every connection of a policy server sends `auth _ <its identity's token>` first (before the warm-up); every `l` and `r` is then checked against its identity's trie.",
 			s.policyRules, policyKeyPrefix, s.policyRules-1, policyKeyPrefix, policyKeyPrefix),
 		fmt.Sprintf("The lock+release workload at %d connections × depth %d (one key per slot, never contended), the load generator (this suite) pinned to CPU %s. The servers take turns, the first of each round rotating; server CPU per pair from /proc over each window (10 ms resolution). Idle RSS: each server's VmRSS once stable, after its start and before any load.",
@@ -255,9 +275,14 @@ func (r *policyResult) rounds() []policyRound {
 
 // ratios returns, round by round, name's figure over no-policy's.
 func (r *policyResult) ratios(name string, of func(policyRound) map[string]float64) []float64 {
+	return r.ratiosTo(name, policyNone, of)
+}
+
+// ratiosTo returns, round by round, name's figure over base's.
+func (r *policyResult) ratiosTo(name, base string, of func(policyRound) map[string]float64) []float64 {
 	var out []float64
 	for _, rd := range r.rounds() {
-		a, b := of(rd)[name], of(rd)[policyNone]
+		a, b := of(rd)[name], of(rd)[base]
 		if a > 0 && b > 0 {
 			out = append(out, a/b)
 		}
@@ -286,6 +311,14 @@ func (r *policyResult) verdicts() []string {
 		out = append(out, fmt.Sprintf("%s **%.3f×** (median of %d rounds' ratios, %.3f–%.3f; %s).", first, st.Median, st.N, st.Min, st.Max, metOrNot(st.Median <= goalPolicyCPU)))
 	} else {
 		out = append(out, first+" not measured (no round measured both servers' CPU).")
+	}
+	if st := suite.Aggregate(r.ratiosTo(policyOwn, policyAdmin, roundCPU)); st.N > 0 {
+		out = append(out, fmt.Sprintf("Within one process, checked (`%s`) over unchecked (`%s`): **%.3f×** (%.3f–%.3f; %s).",
+			policyOwn, policyAdmin, st.Median, st.Min, st.Max, metOrNot(st.Median <= goalPolicyCPU)))
+	}
+	if st := suite.Aggregate(r.ratios(policyNoneB, roundCPU)); st.N > 0 {
+		out = append(out, fmt.Sprintf("Two processes without a policy (`%s` over `%s`): %.3f× (%.3f–%.3f), the spread between processes of one binary.",
+			policyNoneB, policyNone, st.Median, st.Min, st.Max))
 	}
 	none, ok1 := r.server(policyNone)
 	own, ok2 := r.server(policyOwn)
