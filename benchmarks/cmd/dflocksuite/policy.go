@@ -40,16 +40,16 @@ const (
 
 // Target names and keys of the policy workload.
 const (
-	policyNone      = "no-policy"
-	policyOwn       = "policy"      // one identity per connection
-	policyMany      = "policy-many" // --policy-identities identities
+	policyNone = "no-policy"
+	policyOwn  = "policy"      // one identity per connection
+	policyMany = "policy-many" // --policy-identities identities
 	// policyNoneB is a second server without a policy: what two processes
 	// of one binary differ by, the spread under every cross-process ratio.
 	policyNoneB = "no-policy-b"
 	// policyAdmin is the policy server's own process, its connections
 	// authenticated with its --auth-token, whose identity has every
 	// permission and skips the check: the policy's cost within one process.
-	policyAdmin = "policy-admin"
+	policyAdmin     = "policy-admin"
 	policyKeyPrefix = "suite.policy"
 )
 
