@@ -114,7 +114,11 @@ func (s *Server) acceptLoop(e gnet.Engine, l *fdguard.Listener, proto session.Pr
 			s.ln.mu.Lock()
 			closed := s.ln.closed
 			s.ln.mu.Unlock()
-			if closed {
+			// Closed by stopAccepting, or by the listener's owner: a
+			// cluster member's relay closes the client listener it
+			// shares with the loops as the member drains, alongside
+			// the loops' own Shutdown. Either is the end, not a fault.
+			if closed || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
 			return fmt.Errorf("loop: accept on %s: %w", l.Addr(), err)

@@ -69,3 +69,41 @@ func TestLoopsStoppedWithoutShutdownIsAnError(t *testing.T) {
 		t.Fatal("Serve still running after its loops stopped")
 	}
 }
+
+// A listener its owner closes (a cluster member's relay closes the client
+// listener it shares with the loops as the member drains, alongside the
+// loops' own Shutdown) ends accepting; it is not a fault. Before, Serve
+// returned "loop: accept on …: use of closed network connection" and a
+// SIGTERMed member exited 1.
+func TestListenerClosedByItsOwnerIsNotAFault(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	srv := New(Config{Listeners: []net.Listener{l}, Loops: 1, Ready: ready}, timerwheel.NewMonoClock())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready")
+	}
+	_ = l.Close()    // its owner's close, before the server's Shutdown
+	srv.ln.wg.Wait() // the accept goroutine has seen it
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after its listener was closed by its owner, then Shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve still running after Shutdown")
+	}
+}
