@@ -81,6 +81,15 @@ const (
 	// the first leader of a cluster restored from a backup proposes it
 	// before its Promote (backup.go). A new kind, like OpForeign.
 	OpFenceFloor
+	// OpTenant bounds the tenant Tenant.Name (an identity with quotas,
+	// engine/tenant.go) and, when Conn's connection number is not 0,
+	// makes it that connection's: a member proposes it at the auth of a
+	// connection whose identity has a locks, waiters or keys quota, ahead
+	// of its requests, and again with connection 0 when a reload changes
+	// the quotas. A new kind, like OpForeign: a member proposes it only
+	// under a policy with such quotas, so a cluster without them upgrades
+	// and downgrades as before.
+	OpTenant
 	opLimit
 )
 
@@ -100,6 +109,15 @@ type Op struct {
 	Release ForceRelease
 	// Floor: OpFenceFloor.
 	Floor uint64
+	// Tenant: OpTenant.
+	Tenant TenantBounds
+}
+
+// TenantBounds names a tenant and its bounds (engine.Tenant.SetLimits):
+// claims, queued waiters and keys, 0 = none.
+type TenantBounds struct {
+	Name                  []byte
+	Claims, Waiting, Keys int64
 }
 
 // ForceRelease is an operator's release (engine/forcerelease.go).
@@ -246,6 +264,14 @@ func appendOp(dst []byte, op *Op) []byte {
 		dst = appendBytes(dst, fr.Key)
 		dst = appendBytes(dst, fr.Who)
 		dst = binary.AppendUvarint(dst, fr.Fence)
+	case OpTenant:
+		// conn | name | varint claims | varint waiting | varint keys
+		tb := &op.Tenant
+		dst = binary.AppendUvarint(dst, op.Conn)
+		dst = appendBytes(dst, tb.Name)
+		dst = binary.AppendVarint(dst, tb.Claims)
+		dst = binary.AppendVarint(dst, tb.Waiting)
+		dst = binary.AppendVarint(dst, tb.Keys)
 	case OpForeign:
 		// conn | u8 engine kind | key | uvarint tag | u8 wait | uvarint fence | varint lease ms
 		fo := &op.Foreign
@@ -447,6 +473,14 @@ func (d *decoder) opInto(op *Op) {
 		fr.Semaphore = sem == 1
 		if d.err == nil && (sem > 1 || len(fr.Key) == 0) {
 			d.fail("force release fields")
+		}
+	case OpTenant:
+		op.Conn = d.uvarint()
+		tb := &op.Tenant
+		tb.Name = d.bytes()
+		tb.Claims, tb.Waiting, tb.Keys = d.varint(), d.varint(), d.varint()
+		if d.err == nil && (len(tb.Name) == 0 || tb.Claims < 0 || tb.Waiting < 0 || tb.Keys < 0) {
+			d.fail("tenant fields")
 		}
 	case OpForeign:
 		op.Conn = d.uvarint()

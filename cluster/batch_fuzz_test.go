@@ -19,6 +19,8 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{batchFormat, 0, 0})
 	f.Add(AppendBatch(nil, &Batch{Stamp: 5, Ops: []Op{{Kind: OpFenceFloor, Floor: 1 << 60}, {Kind: OpPromote}}}))
+	f.Add(AppendBatch(nil, &Batch{Stamp: 6, Ops: []Op{{Kind: OpTenant, Conn: 1<<32 | 3,
+		Tenant: TenantBounds{Name: []byte("team-a"), Claims: 5, Keys: 2}}}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := DecodeBatch(data)
 		if err != nil {
@@ -67,6 +69,19 @@ func TestBatchRoundTrip(t *testing.T) {
 	if b, err := DecodeBatch(floor); err != nil || b.Ops[0].Kind != OpFenceFloor || b.Ops[0].Floor != 1<<60+7 ||
 		!bytes.Equal(AppendBatch(nil, &b), floor) {
 		t.Fatalf("OpFenceFloor round trip: %v %+v", err, b.Ops)
+	}
+	// A connection's tenant (OpTenant): it round-trips, and a nameless
+	// tenant or a negative bound is refused where every replica refuses it.
+	tb := Op{Kind: OpTenant, Conn: 1<<32 | 3, Tenant: TenantBounds{Name: []byte("team-a"), Claims: 5, Waiting: 1, Keys: 2}}
+	data := AppendBatch(nil, &Batch{Stamp: 6, Ops: []Op{tb}})
+	if b, err := DecodeBatch(data); err != nil || !reflect.DeepEqual(b.Ops[0], tb) || !bytes.Equal(AppendBatch(nil, &b), data) {
+		t.Fatalf("OpTenant round trip: %v %+v", err, b.Ops)
+	}
+	for _, bad := range []TenantBounds{{Claims: 1}, {Name: []byte("x"), Claims: -1}, {Name: []byte("x"), Waiting: -1}, {Name: []byte("x"), Keys: -1}} {
+		data := AppendBatch(nil, &Batch{Stamp: 6, Ops: []Op{{Kind: OpTenant, Conn: 1 << 32, Tenant: bad}}})
+		if _, err := DecodeBatch(data); !errors.Is(err, ErrBadBatch) {
+			t.Fatalf("OpTenant %+v: err %v, want ErrBadBatch", bad, err)
+		}
 	}
 	for _, bad := range [][]byte{{}, {2, 0, 0}, {batchFormat, 0, 1, byte(opLimit)}, {batchFormat, 0, 0, 9}} {
 		if _, err := DecodeBatch(bad); !errors.Is(err, ErrBadBatch) {

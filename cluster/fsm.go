@@ -234,9 +234,26 @@ func (f *FSM) applyBatch(b *Batch) any {
 			if f.eng != nil {
 				f.eng.RaiseFence(op.Floor)
 			}
+		case OpTenant:
+			f.tenant(op, now)
 		}
 	}
 	return resp
+}
+
+// tenant applies an OpTenant: the tenant's bounds, and whose the
+// connection's session is when the op names one of the current epoch (a
+// connection of a closed epoch has no session to bind any more).
+func (f *FSM) tenant(op *Op, now timerwheel.Instant) {
+	if f.eng == nil {
+		return
+	}
+	tb := &op.Tenant
+	t := f.eng.TenantNamed(string(tb.Name))
+	t.SetLimits(tb.Claims, tb.Waiting, tb.Keys)
+	if uint32(op.Conn) != 0 && op.Conn>>32 == f.epoch {
+		f.eng.SetTenant(f.session(op.Conn, now), t)
+	}
 }
 
 // session returns conn's engine session, opening it on first use.

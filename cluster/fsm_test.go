@@ -95,6 +95,16 @@ func (g *fsmGen) batch(t *testing.T) []byte {
 			}
 			b.Ops = append(b.Ops, Op{Kind: OpForceRelease, Conn: conn, Release: fr})
 			continue
+		case 5:
+			// A connection's identity with quotas (engine/tenant.go), or
+			// new bounds for one (connection 0: a reload).
+			tb := TenantBounds{Name: []byte(fmt.Sprint("team-", g.rng.IntN(3))),
+				Claims: int64(g.rng.IntN(4)), Waiting: int64(g.rng.IntN(3)), Keys: int64(g.rng.IntN(4))}
+			if g.rng.IntN(4) == 0 {
+				conn &^= 1<<32 - 1
+			}
+			b.Ops = append(b.Ops, Op{Kind: OpTenant, Conn: conn, Tenant: tb})
+			continue
 		}
 		key := fmt.Sprint("k", g.rng.IntN(4))
 		tok := "0000000000000000000000000000000a"

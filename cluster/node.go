@@ -118,7 +118,20 @@ type Node struct {
 		done   chan struct{} // closed when that proposer has ended
 		clock  leaderClock
 		demote func() // set while leading
+		// tenants: the tenant of each local connection that has one
+		// (SetTenant) and the epoch it was last proposed in. A
+		// connection's session is new in each epoch, so its first op of
+		// a later one (this node led, lost and leads again, or the
+		// connection authenticated while it followed) proposes its
+		// tenant again, first.
+		tenants map[uint32]*connTenant
 	}
+}
+
+// connTenant is a local connection's tenant (Node.mu.tenants).
+type connTenant struct {
+	bounds TenantBounds
+	epoch  uint64 // the epoch it was proposed in; 0: not yet
 }
 
 // New starts a node. It joins whatever cluster its stores describe; a new
@@ -261,7 +274,40 @@ func (n *Node) Submit(conn uint32, req *vocab.Request) error {
 // Close proposes the disconnect cleanup of local connection conn. A node
 // that does not lead has nothing to clean up: the next leader's
 // promotion ends the connections of earlier epochs.
-func (n *Node) Close(conn uint32) { _ = n.enqueue(&Op{Kind: OpClose}, conn) }
+func (n *Node) Close(conn uint32) {
+	_ = n.enqueue(&Op{Kind: OpClose}, conn)
+	n.mu.Lock()
+	delete(n.mu.tenants, conn)
+	n.mu.Unlock()
+}
+
+// SetTenant proposes the bounds of the tenant named name and, when conn
+// is not 0, makes it that local connection's (OpTenant). Nothing is
+// answered; the connection's later requests follow it in the log.
+//
+// A connection's tenant is remembered until its Close: the connection's
+// first op in any later epoch of this node's leadership proposes it
+// again, so no session of the connection goes uncounted.
+func (n *Node) SetTenant(conn uint32, name string, claims, waiting, keys int64) error {
+	tb := TenantBounds{Name: []byte(name), Claims: claims, Waiting: waiting, Keys: keys}
+	n.mu.Lock()
+	if conn != 0 {
+		if n.mu.tenants == nil {
+			n.mu.tenants = make(map[uint32]*connTenant)
+		}
+		n.mu.tenants[conn] = &connTenant{bounds: tb}
+	} else {
+		// New bounds (a reload): what a connection proposes again later
+		// must not bring the old ones back.
+		for _, ct := range n.mu.tenants {
+			if string(ct.bounds.Name) == name {
+				ct.bounds = TenantBounds{Name: ct.bounds.Name, Claims: claims, Waiting: waiting, Keys: keys}
+			}
+		}
+	}
+	n.mu.Unlock()
+	return n.enqueue(&Op{Kind: OpTenant, Tenant: tb}, conn)
+}
 
 // Cancel proposes the withdrawal of conn's parked request of tag.
 func (n *Node) Cancel(conn uint32, tag uint32) error {
@@ -275,9 +321,19 @@ func (n *Node) enqueue(op *Op, conn uint32) error {
 		return ErrNotLeader
 	}
 	op.Conn = n.mu.epoch<<32 | uint64(conn)
+	was := n.mu.nops
+	if len(n.mu.tenants) > 0 && op.Kind != OpClose {
+		if ct := n.mu.tenants[conn]; ct != nil && ct.epoch != n.mu.epoch {
+			ct.epoch = n.mu.epoch
+			if op.Kind != OpTenant {
+				n.mu.queue = appendOp(n.mu.queue, &Op{Kind: OpTenant, Conn: op.Conn, Tenant: ct.bounds})
+				n.mu.nops++
+			}
+		}
+	}
 	n.mu.queue = appendOp(n.mu.queue, op)
 	n.mu.nops++
-	if n.mu.nops == 1 {
+	if was == 0 {
 		select {
 		case n.mu.wake <- struct{}{}:
 		default:

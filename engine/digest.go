@@ -12,7 +12,8 @@ import (
 // every resource with its holders and queue (sessions, fences, deadlines,
 // leases, flags), counters, KV entries with their TTLs, lists with their
 // items and poppers, barriers, leader watchers, subscriptions and watches,
-// two-phase states, the requests queued behind waits, the fence counter
+// two-phase states, the requests queued behind waits, the tenants (their
+// bounds and counts, whose each session and key is), the fence counter
 // and the drain flag. It leaves out
 // what only reflects the engine's layout (the shard count, free lists,
 // generation stamps), so engines that applied the same commands digest the
@@ -58,6 +59,25 @@ func (e *Engine) Digest() [sha256.Size]byte {
 			d.bytes(s.queue)
 		}
 	}
+	// Tenants (tenant.go), only where there are any, so that an engine
+	// without them digests as it did before they existed: their bounds
+	// and counts, then whose each session is.
+	if tenants := e.sortedTenants(); len(tenants) > 0 {
+		for _, tn := range tenants {
+			d.str(tn.name)
+			mc, mw, mk := tn.Limits()
+			c, w, k := tn.Usage()
+			for _, v := range []int64{mc, mw, mk, c, w, k} {
+				d.u64(uint64(v))
+			}
+		}
+		for idx := range n {
+			if s := t.chunk(uint32(idx))[idx%chunkSize].Load(); s != nil && s.tenant != nil {
+				d.u64(uint64(s.id))
+				d.str(s.tenant.name)
+			}
+		}
+	}
 	return sha256.Sum256(d.b)
 }
 
@@ -88,6 +108,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 		var d digester
 		d.u64(uint64(c.value))
 		d.u64(uint64(c.lastActive))
+		d.tenant(c.tenant)
 		recs = append(recs, digestRec{10, k, d.b})
 	}
 	for k, kv := range s.kv {
@@ -98,6 +119,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 			d.u64(uint64(kv.timer.Deadline()))
 		}
 		d.u64(uint64(kv.lastActive))
+		d.tenant(kv.tenant)
 		recs = append(recs, digestRec{11, k, d.b})
 	}
 	for k, l := range s.lists {
@@ -112,6 +134,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 			d.u64(uint64(w.timer.Deadline()))
 		}
 		d.u64(uint64(l.lastActive))
+		d.tenant(l.tenant)
 		recs = append(recs, digestRec{12, k, d.b})
 	}
 	for k, b := range s.barriers {
@@ -151,6 +174,14 @@ func (d *digester) bool(v bool) {
 		d.b = append(d.b, 1)
 	} else {
 		d.b = append(d.b, 0)
+	}
+}
+
+// tenant encodes whose a key is, only when it is somebody's (a digest
+// without tenants stays what it was before they existed).
+func (d *digester) tenant(t *Tenant) {
+	if t != nil {
+		d.str(t.name)
 	}
 }
 

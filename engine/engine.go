@@ -102,6 +102,7 @@ type Engine struct {
 	subs     *Sublist // pub/sub subscriptions
 	watches  *Sublist // key watches
 	sessions sessionTable
+	tenants  tenantTable // quotas' tenants by identity (tenant.go)
 	k0, k1   uint64      // TokenKey
 	draining atomic.Bool // after a drain: no request may start waiting
 	adv      advancer

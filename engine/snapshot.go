@@ -33,10 +33,18 @@ import (
 // snapshots on its apply goroutine).
 
 // snapMagicV1 is the format before sessions had queues (queue.go): its
-// sessions have none.
+// sessions have none. snapMagicTail is snapMagic with a last section
+// (snapWriter.tail): the tenants (tenant.go), with which sessions and
+// keys are whose, and the closed sessions whose holds are kept until
+// their leases end (a cluster's failover closes the earlier epoch's
+// sessions so). It is written only by an engine that has either, so one
+// without writes what releases before it read; format 2 has no way to
+// name a closed session, and such an engine's format-2 snapshot could
+// not be restored.
 const (
-	snapMagic   = "DFLKENG\x02"
-	snapMagicV1 = "DFLKENG\x01"
+	snapMagic     = "DFLKENG\x02"
+	snapMagicV1   = "DFLKENG\x01"
+	snapMagicTail = "DFLKENG\x03"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -48,7 +56,13 @@ var ErrBadSnapshot = errors.New("engine: not a valid snapshot")
 // Snapshot writes the engine's state to w.
 func (e *Engine) Snapshot(w io.Writer) error {
 	sw := &snapWriter{w: bufio.NewWriter(w)}
-	sw.raw([]byte(snapMagic))
+	tenants, closed := e.sortedTenants(), e.closedHolders()
+	tail := len(tenants) > 0 || len(closed) > 0
+	if tail {
+		sw.raw([]byte(snapMagicTail))
+	} else {
+		sw.raw([]byte(snapMagic))
+	}
 	sw.u(e.fence.Load())
 	sw.bool(e.draining.Load())
 
@@ -275,7 +289,79 @@ func (e *Engine) Snapshot(w io.Writer) error {
 			}
 		}
 	}
+	if tail {
+		sw.tail(e, tenants, closed, live, ctrs, kvs, lists)
+	}
 	return sw.finish()
+}
+
+// closedHolders lists the closed sessions that still own slots (holds
+// kept until their leases end, engine.Command.Keep), by id.
+func (e *Engine) closedHolders() []*session {
+	seen := make(map[*session]bool)
+	var out []*session
+	note := func(sl *slot) {
+		if s := sl.sess; s != nil && !seen[s] && e.sessions.get(s.id) != s {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for i := range e.shards {
+		sh := &e.shards[i]
+		for ns := range sh.res {
+			for r := range sh.res[ns].all {
+				for _, l := range []*slotList{&r.holders, r.queue} {
+					for sl := l.head; sl != nil; sl = sl.next {
+						note(sl)
+					}
+				}
+			}
+		}
+		for sl := sh.lapsed.head; sl != nil; sl = sl.next {
+			note(sl)
+		}
+	}
+	slices.SortFunc(out, func(a, b *session) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// tail writes the last section of format 3: each tenant's name, bounds
+// and counts; the tenant of each live session and of each counter, KV
+// entry and list, in the order they were written (0: none, else the
+// tenant's place in the list plus one); then the closed sessions that
+// slots name (closedHolders), each with its connection number and
+// tenant. The counts are written, not recounted on restore: they are
+// what the slots' states and the keys added up to.
+func (sw *snapWriter) tail(e *Engine, tenants []*Tenant, closed, live []*session, ctrs, kvs, lists []string) {
+	place := make(map[*Tenant]uint64, len(tenants))
+	sw.u(uint64(len(tenants)))
+	for i, t := range tenants {
+		place[t] = uint64(i) + 1
+		sw.s(t.name)
+		mc, mw, mk := t.Limits()
+		c, w, k := t.Usage()
+		for _, v := range []int64{mc, mw, mk, c, w, k} {
+			sw.i(v)
+		}
+	}
+	for _, s := range live {
+		sw.u(place[s.tenant])
+	}
+	for _, k := range ctrs {
+		sw.u(place[e.shardFor([]byte(k)).counters[k].tenant])
+	}
+	for _, k := range kvs {
+		sw.u(place[e.shardFor([]byte(k)).kv[k].tenant])
+	}
+	for _, k := range lists {
+		sw.u(place[e.shardFor([]byte(k)).lists[k].tenant])
+	}
+	sw.u(uint64(len(closed)))
+	for _, s := range closed {
+		sw.u(uint64(s.id))
+		sw.u(s.connID.Load())
+		sw.u(place[s.tenant])
+	}
 }
 
 // Restore builds an engine configured by cfg in the state a snapshot
@@ -293,7 +379,8 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 	}()
 	magic := sr.raw(len(snapMagic))
 	v1 := string(magic) == snapMagicV1
-	if sr.err == nil && string(magic) != snapMagic && !v1 {
+	withTail := string(magic) == snapMagicTail
+	if sr.err == nil && string(magic) != snapMagic && !v1 && !withTail {
 		return nil, fmt.Errorf("%w: bad magic", ErrBadSnapshot)
 	}
 	e = New(cfg)
@@ -334,13 +421,29 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		t.chunk(idx)[idx%chunkSize].Store(s)
 		live[i] = s
 	}
+	// closed holds the closed sessions slots name (format 3 lists them in
+	// its tail, which fills them in and checks that none is missing).
+	closed := make(map[uint64]*session)
 	sess := func(id uint64) *session {
 		if id == 0 {
 			return nil
 		}
 		s := t.get(SessionID(id))
 		if s == nil {
-			panic(fmt.Sprintf("record of session %#x, which is not in the table", id))
+			if !withTail {
+				panic(fmt.Sprintf("record of session %#x, which is not in the table", id))
+			}
+			if s = closed[id]; s == nil {
+				s = &session{id: SessionID(id)}
+				closed[id] = s
+			}
+		}
+		return s
+	}
+	live2 := func(id uint64) *session { // what only an open session does
+		s := sess(id)
+		if closed[id] == s && s != nil {
+			panic(fmt.Sprintf("session %#x is closed", id))
 		}
 		return s
 	}
@@ -404,9 +507,15 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		}
 	}
 
+	// The keys in the order written, for the tenants section.
+	var ctrs []*counter
+	var kvs []*kvEntry
+	var lists []*list
 	for range sr.count() {
 		k := sr.s()
-		e.shardFor([]byte(k)).counters[k] = &counter{value: sr.i(), lastActive: timerwheel.Tick(sr.i())}
+		c := &counter{value: sr.i(), lastActive: timerwheel.Tick(sr.i())}
+		e.shardFor([]byte(k)).counters[k] = c
+		ctrs = append(ctrs, c)
 		e.rfKeys.Add(1)
 	}
 	for range sr.count() {
@@ -419,6 +528,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		}
 		kv.lastActive, kv.ver = timerwheel.Tick(sr.i()), uint32(sr.u())
 		sh.kv[k] = kv
+		kvs = append(kvs, kv)
 		e.rfKeys.Add(1)
 	}
 	for range sr.count() {
@@ -430,7 +540,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		}
 		l.lastActive = timerwheel.Tick(sr.i())
 		for range sr.count() {
-			w := &popWaiter{sh: sh, l: l, sess: sess(sr.u()), op: sr.s()}
+			w := &popWaiter{sh: sh, l: l, sess: live2(sr.u()), op: sr.s()}
 			w.timer.Kind = timerPop
 			if sr.timer(&w.timer) {
 				sh.armLocked(&w.timer, w.timer.Deadline())
@@ -439,6 +549,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 			w.sess.pop = w
 		}
 		sh.lists[k] = l
+		lists = append(lists, l)
 		e.rfKeys.Add(1)
 	}
 	for range sr.count() {
@@ -446,7 +557,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		sh := e.shardFor([]byte(k))
 		b := &barrier{key: k, count: int(sr.i()), lastActive: timerwheel.Tick(sr.i())}
 		for range sr.count() {
-			w := &barrierWaiter{sh: sh, b: b, sess: sess(sr.u())}
+			w := &barrierWaiter{sh: sh, b: b, sess: live2(sr.u())}
 			w.timer.Kind = timerBarrier
 			if sr.timer(&w.timer) {
 				sh.armLocked(&w.timer, w.timer.Deadline())
@@ -462,7 +573,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		sh := e.shardFor([]byte(k))
 		el := &election{}
 		for range sr.count() {
-			w := leaderWatcher{sess: sess(sr.u()), observer: sr.bool(), holder: sr.bool()}
+			w := leaderWatcher{sess: live2(sr.u()), observer: sr.bool(), holder: sr.bool()}
 			w.sess.elections.add(k)
 			el.watchers = append(el.watchers, w)
 		}
@@ -472,14 +583,14 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		for range sr.count() {
 			pattern := sr.s()
 			for range sr.count() {
-				if _, err := l.Subscribe(sess(sr.u()).id, pattern, ""); err != nil {
+				if _, err := l.Subscribe(live2(sr.u()).id, pattern, ""); err != nil {
 					panic(err)
 				}
 			}
 			for range sr.count() {
 				name, next := sr.s(), sr.u()
 				for range sr.count() {
-					if _, err := l.Subscribe(sess(sr.u()).id, pattern, name); err != nil {
+					if _, err := l.Subscribe(live2(sr.u()).id, pattern, name); err != nil {
 						panic(err)
 					}
 				}
@@ -487,10 +598,68 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 			}
 		}
 	}
+	if withTail {
+		sr.tail(e, live, closed, ctrs, kvs, lists)
+	}
 	if err := sr.finish(); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// tail reads format 3's last section (snapWriter.tail) into e.
+func (r *snapReader) tail(e *Engine, live []*session, closed map[uint64]*session, ctrs []*counter, kvs []*kvEntry, lists []*list) {
+	ts := make([]*Tenant, r.count())
+	for i := range ts {
+		name := r.s()
+		if r.err != nil {
+			return
+		}
+		t := e.TenantNamed(name)
+		t.SetLimits(r.i(), r.i(), r.i())
+		t.claims.Store(r.i())
+		t.waiting.Store(r.i())
+		t.keys.Store(r.i())
+		ts[i] = t
+	}
+	of := func() *Tenant {
+		n := r.u()
+		if n > uint64(len(ts)) {
+			panic(fmt.Sprintf("reference to tenant %d of %d", n, len(ts)))
+		}
+		if n == 0 {
+			return nil
+		}
+		return ts[n-1]
+	}
+	for _, s := range live {
+		s.tenant = of()
+	}
+	for _, c := range ctrs {
+		c.tenant = of()
+	}
+	for _, kv := range kvs {
+		kv.tenant = of()
+	}
+	for _, l := range lists {
+		l.tenant = of()
+	}
+	n := r.count()
+	if r.err == nil && n != len(closed) {
+		panic(fmt.Sprintf("%d closed sessions listed, %d named by slots", n, len(closed)))
+	}
+	for range n {
+		id := r.u()
+		s := closed[id]
+		if s == nil {
+			if r.err != nil {
+				return
+			}
+			panic(fmt.Sprintf("closed session %#x, which no slot names", id))
+		}
+		s.connID.Store(r.u())
+		s.tenant = of()
+	}
 }
 
 // subPattern is one pattern's registrations, for a snapshot.

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/vocab"
@@ -14,12 +17,14 @@ import (
 // session counts against it from then on, whoever grants or frees it, so
 // a lease that ends or a disconnect gives its share back.
 //
-// Tenants are a single node's: a cluster's replicas would have to agree
-// on them through the log, and the sessions there get none (their
-// connections and rate are bounded where they arrive, package session).
+// Tenants are engine state, named by their identity (TenantNamed): on a
+// cluster every replica makes, binds and bounds them as the log says
+// (cluster.OpTenant), and the snapshot and the digest carry them, so a
+// restored replica counts exactly as one that replayed the log.
 // The counters are atomics: the sessions of one identity run on several
 // loops.
 type Tenant struct {
+	name                  string
 	claims, waiting, keys atomic.Int64
 	// The bounds, 0 = none; a policy reload changes them in place.
 	maxClaims, maxWaiting, maxKeys atomic.Int64
@@ -34,6 +39,58 @@ const (
 	TenantWaiters
 	TenantKeys
 )
+
+// Name is the identity the tenant is named for.
+func (t *Tenant) Name() string { return t.name }
+
+// Limits reports the tenant's bounds: claims, queued waiters and keys;
+// 0 = none.
+func (t *Tenant) Limits() (claims, waiting, keys int64) {
+	return t.maxClaims.Load(), t.maxWaiting.Load(), t.maxKeys.Load()
+}
+
+// tenantTable is an engine's tenants by name. Tenants are few (one per
+// identity with a quota) and made at an auth, never on the request path.
+type tenantTable struct {
+	mu sync.Mutex
+	m  map[string]*Tenant
+}
+
+// TenantNamed returns the engine's tenant named name, made without
+// bounds on first use.
+func (e *Engine) TenantNamed(name string) *Tenant {
+	tt := &e.tenants
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t := tt.m[name]
+	if t == nil {
+		if tt.m == nil {
+			tt.m = make(map[string]*Tenant)
+		}
+		t = &Tenant{name: name}
+		tt.m[name] = t
+	}
+	return t
+}
+
+// LookupTenant returns the tenant named name, or nil if there is none.
+func (e *Engine) LookupTenant(name string) *Tenant {
+	e.tenants.mu.Lock()
+	defer e.tenants.mu.Unlock()
+	return e.tenants.m[name]
+}
+
+// sortedTenants lists the engine's tenants by name (snapshot, digest).
+func (e *Engine) sortedTenants() []*Tenant {
+	e.tenants.mu.Lock()
+	out := make([]*Tenant, 0, len(e.tenants.m))
+	for _, t := range e.tenants.m {
+		out = append(out, t)
+	}
+	e.tenants.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Tenant) int { return strings.Compare(a.name, b.name) })
+	return out
+}
 
 // SetLimits sets the tenant's bounds: claims (held or queued), queued
 // waiters and keys; 0 = no bound. What is already over a lowered bound

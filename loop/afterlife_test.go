@@ -41,6 +41,8 @@ func (r *heldReplica) Close(conn uint32) {
 	r.mu.Unlock()
 }
 
+func (r *heldReplica) SetTenant(uint32, string, int64, int64, int64) error { return nil }
+
 func (r *heldReplica) counts() (subs, closes int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -45,15 +45,16 @@ func (a *acceptAll) Submit(uint32, *vocab.Request) error {
 	a.submitted++
 	return nil
 }
-func (*acceptAll) SubmitForeign(uint32, *engine.Command) error { return nil }
-func (*acceptAll) ForceRelease(uint32, *engine.Command) error  { return nil }
-func (*acceptAll) Cancel(uint32, uint32) error                 { return nil }
-func (*acceptAll) Close(uint32)                                {}
-func (*acceptAll) Engine() *engine.Engine                      { return nil }
-func (*acceptAll) Now() timerwheel.Instant                     { return 0 }
-func (*acceptAll) Leading() bool                               { return true }
-func (*acceptAll) LeaderAddr() string                          { return "" }
-func (*acceptAll) ClusterStats() *vocab.ClusterStats           { return nil }
+func (*acceptAll) SubmitForeign(uint32, *engine.Command) error         { return nil }
+func (*acceptAll) ForceRelease(uint32, *engine.Command) error          { return nil }
+func (*acceptAll) Cancel(uint32, uint32) error                         { return nil }
+func (*acceptAll) Close(uint32)                                        {}
+func (*acceptAll) SetTenant(uint32, string, int64, int64, int64) error { return nil }
+func (*acceptAll) Engine() *engine.Engine                              { return nil }
+func (*acceptAll) Now() timerwheel.Instant                             { return 0 }
+func (*acceptAll) Leading() bool                                       { return true }
+func (*acceptAll) LeaderAddr() string                                  { return "" }
+func (*acceptAll) ClusterStats() *vocab.ClusterStats                   { return nil }
 
 // owedConn is a loop connection on a cluster member's hub that has sent n
 // try-locks, whose answers it is owed.

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/session"
 )
@@ -25,15 +24,7 @@ func (c *collector) collectPolicy(gauge func(string, float64, ...string), counte
 			}
 		}
 		for k := range session.NumQuotaKinds {
-			n := u.QuotaExceeded[k].Load()
-			switch k { // the engine counts these (engine/tenant.go)
-			case session.QuotaLocks:
-				n = u.Tenant.Refused[engine.TenantClaims].Load()
-			case session.QuotaWaiters:
-				n = u.Tenant.Refused[engine.TenantWaiters].Load()
-			case session.QuotaKeys:
-				n = u.Tenant.Refused[engine.TenantKeys].Load()
-			}
+			n := c.src.Hub.QuotaExceeded(u, k)
 			if n > 0 {
 				counter("dflockd_quota_exceeded_total", n, u.Name, session.QuotaKindNames[k])
 			}

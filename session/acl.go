@@ -44,9 +44,9 @@ type acl struct {
 type Usage struct {
 	Name  string
 	Conns atomic.Int64
-	// Tenant is what the engine counts of the identity's claims and keys,
-	// against its quotas: a single node's only (engine/tenant.go).
-	Tenant engine.Tenant
+	// The engine counts the identity's claims and keys against its
+	// quotas, in its tenant of the same name (engine/tenant.go, made at
+	// the identity's first auth with such a quota): see QuotaExceeded.
 	// rate: the GCRA's theoretical arrival time, in clock nanoseconds.
 	tat atomic.Int64
 	// Denied counts refusals by class; QuotaExceeded by quota kind.
@@ -105,19 +105,46 @@ func (h *Hub) SetPolicy(p *policy.Policy) bool {
 	}
 	h.acl.pol.Store(p)
 	h.acl.mu.Lock()
-	for name, u := range h.acl.usage {
-		if id := p.Identity(name); id != nil {
-			u.setLimits(id.Quota)
-		} else {
-			u.Tenant.SetLimits(0, 0, 0) // refused everything anyway
-		}
+	names := make([]string, 0, len(h.acl.usage))
+	for name := range h.acl.usage {
+		names = append(names, name)
 	}
 	h.acl.mu.Unlock()
+	e := h.app.engine()
+	for _, name := range names {
+		if e == nil || e.LookupTenant(name) == nil {
+			continue // no quota counted yet: its next auth sets them
+		}
+		var q policy.Quota // an identity gone: refused everything anyway
+		if id := p.Identity(name); id != nil {
+			q = id.Quota
+		}
+		h.app.tenant(0, name, q) // quotas change in place
+	}
 	return true
 }
 
-// setLimits gives the engine the identity's quotas.
-func (u *Usage) setLimits(q policy.Quota) { u.Tenant.SetLimits(q.Locks, q.Waiters, q.Keys) }
+// tenantKinds maps the quota kinds the engine counts to its bounds.
+var tenantKinds = [NumQuotaKinds]int{QuotaLocks: engine.TenantClaims,
+	QuotaWaiters: engine.TenantWaiters, QuotaKeys: engine.TenantKeys}
+
+// QuotaExceeded is how many requests quota kind refused to identity u.
+// The engine counts the locks, waiters and keys quotas where it refuses
+// (engine/tenant.go); on a cluster member that is its replica, which
+// counts the refusals of every member's connections alike. The hub
+// counts the rest.
+func (h *Hub) QuotaExceeded(u *Usage, kind int) uint64 {
+	switch kind {
+	case QuotaLocks, QuotaWaiters, QuotaKeys:
+		if e := h.app.engine(); e != nil {
+			if t := e.LookupTenant(u.Name); t != nil {
+				return t.Refused[tenantKinds[kind]].Load()
+			}
+		}
+		return 0
+	}
+	return u.QuotaExceeded[kind].Load()
+}
 
 // Usages returns the figures of every identity seen so far.
 func (h *Hub) Usages() []*Usage {
@@ -174,11 +201,10 @@ func (s *Session) admit(id *policy.Identity) bool {
 	if !id.Everything() && s.resume == nil {
 		s.resume = new(policy.Resume) // made here, not on the request path
 	}
-	if q := id.Quota; s.hub.eng != nil && (q.Locks > 0 || q.Waiters > 0 || q.Keys > 0) {
-		// A single node's engine counts the identity's claims and keys
-		// (a cluster's replicas would have to agree on it: not there).
-		u.setLimits(q)
-		s.hub.eng.SetTenant(s.id, &u.Tenant)
+	if q := id.Quota; q.Locks > 0 || q.Waiters > 0 || q.Keys > 0 {
+		// The engine counts the identity's claims and keys: on a cluster
+		// every replica, as the log says.
+		s.hub.app.tenant(s.id, id.Name, q)
 	}
 	return true
 }
@@ -447,12 +473,11 @@ func (h *Hub) IdentityConnections(name string) int {
 // session, which has no auth line of its own) against the quotas of
 // identity id, as a connection's are: a single node's engine only.
 func (h *Hub) AttachIdentity(id engine.SessionID, ident *policy.Identity) {
-	if h.acl == nil || h.eng == nil || ident.Everything() {
+	if h.acl == nil || ident.Everything() {
 		return
 	}
 	if q := ident.Quota; q.Locks > 0 || q.Waiters > 0 || q.Keys > 0 {
-		u := h.acl.usageOf(ident.Name)
-		u.setLimits(q)
-		h.eng.SetTenant(id, &u.Tenant)
+		h.acl.usageOf(ident.Name) // its figures, for the metrics
+		h.app.tenant(id, ident.Name, q)
 	}
 }

@@ -290,12 +290,12 @@ identity quiet
 			u = x
 		}
 	}
-	claims, waiting, keys := u.Tenant.Usage()
+	claims, waiting, keys := fs.hub.eng.LookupTenant("noisy").Usage()
 	if claims != 3 || waiting != 1 || keys != 2 {
 		t.Fatalf("noisy's usage: claims %d waiting %d keys %d", claims, waiting, keys)
 	}
-	if u.Tenant.Refused[engine.TenantClaims].Load() != 2 || u.Tenant.Refused[engine.TenantKeys].Load() != 1 {
-		t.Fatalf("refusals counted: %d claims, %d keys", u.Tenant.Refused[engine.TenantClaims].Load(), u.Tenant.Refused[engine.TenantKeys].Load())
+	if l, k := fs.hub.QuotaExceeded(u, QuotaLocks), fs.hub.QuotaExceeded(u, QuotaKeys); l != 2 || k != 1 {
+		t.Fatalf("refusals counted: %d claims, %d keys", l, k)
 	}
 	// A reload raises the quota: the refused claim now queues.
 	fs.hub.SetPolicy(mustPolicy(t, "identity noisy\n token %A\n allow * *\n quota locks=10 waiters=5\n"))

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -62,6 +63,14 @@ type applier interface {
 	// number of the connection (the replicated state numbers them
 	// epoch<<32 | that number).
 	local(id engine.SessionID, connID uint64) (engine.SessionID, bool)
+	// tenant bounds the engine's tenant named name (an identity with
+	// quotas, engine/tenant.go) by q and, when id is not 0, makes it
+	// session id's, before the session's next request runs: a single
+	// node's engine does it now; a member proposes it to the log
+	// (cluster.OpTenant), ahead of the session's next request, so every
+	// replica counts the identity's claims and keys alike. A member
+	// that does not lead does nothing: its sessions are refused anyway.
+	tenant(id engine.SessionID, name string, q policy.Quota)
 }
 
 // maxOwed bounds the answers a pipelining session is owed at once (and so

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -52,6 +53,14 @@ func (l *local) drain(at timerwheel.Instant) {
 }
 
 func (*local) pipelined() bool { return false }
+
+func (l *local) tenant(id engine.SessionID, name string, q policy.Quota) {
+	t := l.eng.TenantNamed(name)
+	t.SetLimits(q.Locks, q.Waiters, q.Keys)
+	if id != 0 {
+		l.eng.SetTenant(id, t)
+	}
+}
 
 func (l *local) engine() *engine.Engine { return l.eng }
 

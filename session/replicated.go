@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -29,6 +30,10 @@ type Replica interface {
 	Cancel(conn uint32, tag uint32) error
 	// Close ends connection conn's session in the replicated state.
 	Close(conn uint32)
+	// SetTenant proposes the bounds of the tenant named name (claims,
+	// queued waiters, keys; 0 = none) and, when conn is not 0, makes it
+	// that connection's (cluster.OpTenant). Nothing is answered.
+	SetTenant(conn uint32, name string, claims, waiting, keys int64) error
 	// Engine is the local replica, read for stats (nil before the
 	// cluster's first entry).
 	Engine() *engine.Engine
@@ -104,6 +109,12 @@ func (p *replicated) close(id engine.SessionID, _ timerwheel.Instant, _ *engine.
 func (*replicated) drain(timerwheel.Instant) {}
 
 func (*replicated) pipelined() bool { return true }
+
+func (p *replicated) tenant(id engine.SessionID, name string, q policy.Quota) {
+	// An error is a member that does not lead: the session's requests
+	// get error_not_leader there, and nothing is counted.
+	_ = p.rep.SetTenant(uint32(id), name, q.Locks, q.Waiters, q.Keys)
+}
 
 func (p *replicated) engine() *engine.Engine { return p.rep.Engine() }
 

@@ -212,7 +212,10 @@ func (r *replica) SubmitForeign(conn uint32, c *engine.Command) error {
 func (r *replica) ForceRelease(conn uint32, c *engine.Command) error {
 	return r.node.ForceRelease(conn, c)
 }
-func (r *replica) Close(conn uint32)                 { r.node.Close(conn) }
+func (r *replica) Close(conn uint32) { r.node.Close(conn) }
+func (r *replica) SetTenant(conn uint32, name string, claims, waiting, keys int64) error {
+	return r.node.SetTenant(conn, name, claims, waiting, keys)
+}
 func (r *replica) Engine() *engine.Engine            { return r.node.Engine() }
 func (r *replica) Now() timerwheel.Instant           { return r.node.Now() }
 func (r *replica) Leading() bool                     { return r.node.Leading() }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// clusterQuotaPolicy: team-q may do anything under q/ within its quotas;
+// ops may do anything (the test finds the leader with it).
+const clusterQuotaPolicy = `identity team-q
+  token %A
+  allow * q/*
+  quota locks=2 waiters=1 keys=1
+identity ops
+  token %O
+  allow * *
+`
+
+// TestClusterQuotas: on a 3-member cluster (processes) the locks and keys
+// quotas hold for the identity as a whole, whichever connection asks; a
+// failover keeps the counts (the holds of the dead leader's connections
+// stay until their leases end, and still count), because the identity and
+// its quotas went through the log to every replica; and a reload's new
+// quota, SIGHUPed to the members, reaches the new leader's replica.
+func TestClusterQuotas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three server processes")
+	}
+	file := filepath.Join(t.TempDir(), "policy")
+	writeIsolationPolicy(t, file, clusterQuotaPolicy)
+	ms := startMembersWith(t, 3, "--policy-file", file)
+	lead := quotaLeader(t, ms, nil)
+
+	c1, c2 := dialIso(t, lead.client, nil, "tok-a"), dialIso(t, lead.client, nil, "tok-a")
+	c1.grant("l", "q/1", "0 300")
+	c2.grant("l", "q/2", "0 300")
+	for _, step := range []struct {
+		c                   *isoConn
+		cmd, key, arg, want string
+	}{
+		{c1, "l", "q/3", "0 300", "error_max_locks"}, // two claims across two connections
+		{c2, "incr", "q/n", "1", "ok 1"},
+		{c1, "incr", "q/m", "1", "error_max_keys"},
+	} {
+		if got := step.c.do(step.cmd, step.key, step.arg); got != step.want {
+			t.Fatalf("on the leader %s: %s %s %s: %q, want %q", lead.id, step.cmd, step.key, step.arg, got, step.want)
+		}
+	}
+
+	// The leader dies: its connections' holds are kept, and counted, on
+	// the replica that leads next.
+	lead.signal(syscall.SIGKILL)
+	next := quotaLeader(t, ms, lead)
+	t.Logf("leader %s killed; %s leads", lead.id, next.id)
+	c3 := dialIso(t, next.client, nil, "tok-a")
+	if got := c3.do("l", "q/3", "0 300"); got != "error_max_locks" {
+		t.Fatalf("after the failover, on %s: l q/3: %q, want error_max_locks (q/1 and q/2 are still held)", next.id, got)
+	}
+	if got := c3.do("incr", "q/m", "1"); got != "error_max_keys" {
+		t.Fatalf("after the failover, on %s: incr q/m: %q, want error_max_keys", next.id, got)
+	}
+
+	// A reload raises locks to 3: the leader's replica applies it.
+	writeIsolationPolicy(t, file, strings.Replace(clusterQuotaPolicy, "locks=2", "locks=3", 1))
+	for _, m := range ms {
+		if m != lead {
+			m.signal(syscall.SIGHUP)
+		}
+	}
+	within(t, 10*time.Second, "the raised quota in force on "+next.id, func() (bool, string) {
+		got := c3.do("l", "q/3", "0 300")
+		return strings.HasPrefix(got, "ok "), got
+	})
+	if got := c3.do("l", "q/4", "0 300"); got != "error_max_locks" {
+		t.Fatalf("past the raised quota, on %s: l q/4: %q, want error_max_locks", next.id, got)
+	}
+}
+
+// quotaLeader returns the member (but skip) that accepts ops' write,
+// waiting up to 30 s for one.
+func quotaLeader(t *testing.T, ms []*member, skip *member) *member {
+	t.Helper()
+	var found *member
+	within(t, 30*time.Second, "a leader", func() (bool, string) {
+		for _, m := range ms {
+			if m == skip {
+				continue
+			}
+			c, err := net.DialTimeout("tcp", m.client, time.Second)
+			if err != nil {
+				continue
+			}
+			c.Close()
+			ic := dialIso(t, m.client, nil, "tok-ops")
+			if got := ic.do("incr", "probe", "1"); strings.HasPrefix(got, "ok") {
+				found = m
+				return true, ""
+			}
+		}
+		return false, "no member accepts a write"
+	})
+	return found
+}
