@@ -42,17 +42,7 @@ func TestShutdownBeforeServe(t *testing.T) {
 // Serve reports the end of the loops as a fault unless Shutdown asked for
 // it: gnet stopped behind the server's back must not look like a drain.
 func TestLoopsStoppedWithoutShutdownIsAnError(t *testing.T) {
-	ready := make(chan struct{})
-	srv := New(Config{Addr: "tcp://127.0.0.1:0", Loops: 1, Ready: ready}, timerwheel.NewMonoClock())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Serve: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("not ready")
-	}
+	srv, done := startServing(t, Config{Addr: "tcp://127.0.0.1:0", Loops: 1})
 	srv.mu.Lock()
 	e := srv.mu.gnet
 	srv.mu.Unlock()
@@ -80,17 +70,7 @@ func TestListenerClosedByItsOwnerIsNotAFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	srv := New(Config{Listeners: []net.Listener{l}, Loops: 1, Ready: ready}, timerwheel.NewMonoClock())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve() }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Serve: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("not ready")
-	}
+	srv, done := startServing(t, Config{Listeners: []net.Listener{l}, Loops: 1})
 	_ = l.Close()    // its owner's close, before the server's Shutdown
 	srv.ln.wg.Wait() // the accept goroutine has seen it
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -106,4 +86,24 @@ func TestListenerClosedByItsOwnerIsNotAFault(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve still running after Shutdown")
 	}
+}
+
+// startServing runs Serve of a server made from cfg (its Ready set here)
+// and waits until the server is ready; Serve's error comes on done. A
+// Serve that ends first, or a server not ready in 30 s, fails the test.
+func startServing(t *testing.T, cfg Config) (srv *Server, done <-chan error) {
+	t.Helper()
+	ready := make(chan struct{})
+	cfg.Ready = ready
+	srv = New(cfg, timerwheel.NewMonoClock())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("Serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready")
+	}
+	return srv, served
 }

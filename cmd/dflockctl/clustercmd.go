@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -93,45 +94,18 @@ func (c *cli) cluster(g *globals, args []string) int {
 		method, path = http.MethodPost, "/v1/admin/voters"
 		body, _ = json.Marshal(map[string]string{"node_id": pos[0], "raft_addr": pos[1], "client_addr": pos[2]})
 	}
-	scheme := "http"
 	hc := &http.Client{Timeout: adminTimeout}
 	if s.dialer.TLSConfig != nil {
-		scheme = "https"
 		hc.Transport = &http.Transport{TLSClientConfig: s.dialer.TLSConfig}
 	}
-	var leader string
-	var lastErr error
-	for _, addr := range addrs {
-		req, err := http.NewRequest(method, scheme+"://"+addr+path, strings.NewReader(string(body)))
-		if err != nil {
-			return c.fail(exitUsage, "%s: %v", name, err)
-		}
-		req.Header.Set("X-Dflockd-Admin", token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if s.dialer.AuthToken != "" {
-			req.Header.Set("Authorization", "Bearer "+s.dialer.AuthToken)
-		}
-		a, err := doAdmin(hc, req)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if a.status == http.StatusServiceUnavailable && a.Error == "not_leader" {
-			if l := a.header.Get("X-Dflockd-Leader"); l != "" {
-				leader = l
+	return c.askLeader(name, s, token, addrs, hc, method, path, body,
+		func(_ string, resp *http.Response, _ time.Time) (int, error) {
+			a, err := answerOf(resp)
+			if err != nil {
+				return 0, err
 			}
-			lastErr = fmt.Errorf("%s does not lead", addr)
-			continue
-		}
-		return c.adminOutcome(g, name, pos[0], a)
-	}
-	if leader != "" {
-		return c.fail(exitUnavailable, "%s: no leader among %s; the leader's client address is %s: give --http its HTTP address",
-			name, strings.Join(addrs, ","), leader)
-	}
-	return c.fail(exitUnavailable, "%s: %v", name, lastErr)
+			return c.adminOutcome(g, name, pos[0], a), nil
+		})
 }
 
 // adminAnswer is an admin call's answer.
@@ -148,6 +122,12 @@ func doAdmin(hc *http.Client, req *http.Request) (*adminAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return answerOf(resp)
+}
+
+// answerOf reads resp (up to 1 MiB) and closes its body; the error and
+// detail of an answer other than 200 are parsed from it.
+func answerOf(resp *http.Response) (*adminAnswer, error) {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
@@ -251,4 +231,75 @@ func (c *cli) adminTarget(g *globals, o *clusterOptions) (settings, string, []st
 	}
 	addrs, err := g.httpAddrs(c.getenv, s.servers[0])
 	return s, token, addrs, err
+}
+
+// askLeader makes an admin call (method, path, and body: JSON, or nil) to
+// each of addrs in turn, with the admin token and any bearer token, over
+// HTTPS where s has TLS, until a member that leads answers, and returns
+// the command's exit code. The leader's 200 goes to took, with when the
+// request was sent; took returns the exit code, or an error (the answer
+// could not be read) to ask the next address. Another answer is the
+// command's failure (c.failure), but a member that does not lead answers
+// 503 not_leader, with the leader's client address in X-Dflockd-Leader,
+// and the next address is asked. When none leads, the error names that
+// client address, if a member gave one, so that --http can be given the
+// leader's HTTP address; else it is the last address's error ("ADDR does
+// not lead", or why ADDR could not be asked).
+func (c *cli) askLeader(name string, s settings, token string, addrs []string, hc *http.Client,
+	method, path string, body []byte, took func(addr string, resp *http.Response, sent time.Time) (int, error)) int {
+	scheme := "http"
+	if s.dialer.TLSConfig != nil {
+		scheme = "https"
+	}
+	var leader string
+	var lastErr error
+	for _, addr := range addrs {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequest(method, scheme+"://"+addr+path, rd)
+		if err != nil {
+			return c.fail(exitUsage, "%s: %v", name, err)
+		}
+		req.Header.Set("X-Dflockd-Admin", token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if s.dialer.AuthToken != "" {
+			req.Header.Set("Authorization", "Bearer "+s.dialer.AuthToken)
+		}
+		sent := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if resp.StatusCode == http.StatusOK {
+			code, err := took(addr, resp, sent)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			return code
+		}
+		a, err := answerOf(resp)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if a.status == http.StatusServiceUnavailable && a.Error == "not_leader" {
+			if l := a.header.Get("X-Dflockd-Leader"); l != "" {
+				leader = l
+			}
+			lastErr = fmt.Errorf("%s does not lead", addr)
+			continue
+		}
+		return c.failure(name, a) // observecmd.go
+	}
+	if leader != "" {
+		return c.fail(exitUnavailable, "%s: no leader among %s; the leader's client address is %s: give --http its HTTP address",
+			name, strings.Join(addrs, ","), leader)
+	}
+	return c.fail(exitUnavailable, "%s: %v", name, lastErr)
 }

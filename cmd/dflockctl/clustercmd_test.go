@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/dflockd-ng/dflockd/snapfile"
 )
 
 // adminFake is a member's HTTP admin API: a leader (it records the calls
@@ -119,5 +125,69 @@ func TestClusterCommand(t *testing.T) {
 	}
 	if r := run(t, nil, "cluster", "-h"); r.code != 0 || !strings.Contains(r.stdout, "usage: dflockctl cluster add") {
 		t.Fatalf("cluster -h: %d %q", r.code, r.stdout)
+	}
+}
+
+// TestAdminCallsFollowTheLeader: the admin commands that only a leader
+// takes (cluster, snapshot save; askLeader) pass over the members that
+// answer 503 not_leader, with the leader's client address in
+// X-Dflockd-Leader or without it, to the listed member that leads. When no
+// listed member leads, the error names the client address a member gave
+// (it is not an HTTP address, so it is not asked), or, when none gave
+// one, says which member does not lead.
+func TestAdminCallsFollowTheLeader(t *testing.T) {
+	t.Parallel()
+	var snap bytes.Buffer
+	if err := snapfile.Write(&snap, &snapfile.Header{ServerVersion: "v", Index: 4, Term: 1}, []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	var took atomic.Int32 // the calls the leader took
+	leader := startHTTP(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Dflockd-Admin") != "s3cret" {
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":"unauthorized"}`+"\n")
+			return
+		}
+		took.Add(1)
+		if r.URL.Path == "/v1/admin/snapshot" {
+			w.Write(snap.Bytes())
+			return
+		}
+		io.WriteString(w, `{"status":"ok","node_id":"n4"}`+"\n")
+	})
+	named, bare := follower(t, "10.0.0.1:6388"), follower(t, "")
+	dir := t.TempDir()
+	for _, cmd := range []struct {
+		name string
+		args []string
+		out  string // a line of what it prints when the leader took it
+	}{
+		{"cluster remove", []string{"cluster", "remove", "n4"}, "n4 removed\n"},
+		{"snapshot save", []string{"snapshot", "save", filepath.Join(dir, "s.snap")}, "index       4 (term 1)\n"},
+	} {
+		ask := func(list string) result {
+			return run(t, nil, append(slices.Clone(cmd.args), "--http", list, "--admin-token", "s3cret")...)
+		}
+		before := took.Load()
+		r := ask(bare + "," + named + "," + leader)
+		expectCode(t, r, exitOK, cmd.name+" through followers to the leader")
+		if !strings.Contains(r.stdout, cmd.out) || took.Load() != before+1 {
+			t.Fatalf("%s through followers: stdout %q, want %q; the leader took %d calls, want 1",
+				cmd.name, r.stdout, cmd.out, took.Load()-before)
+		}
+
+		r = ask(named + "," + bare)
+		expectCode(t, r, exitUnavailable, cmd.name+" with only followers, one naming the leader")
+		want := "dflockctl: " + cmd.name + ": no leader among " + named + "," + bare +
+			"; the leader's client address is 10.0.0.1:6388: give --http its HTTP address\n"
+		if r.stderr != want {
+			t.Fatalf("%s with only followers: stderr %q, want %q", cmd.name, r.stderr, want)
+		}
+
+		r = ask(bare)
+		expectCode(t, r, exitUnavailable, cmd.name+" with a follower that does not name the leader")
+		if want := "dflockctl: " + cmd.name + ": " + bare + " does not lead\n"; r.stderr != want {
+			t.Fatalf("%s without X-Dflockd-Leader: stderr %q, want %q", cmd.name, r.stderr, want)
+		}
 	}
 }

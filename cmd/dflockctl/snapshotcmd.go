@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,72 +126,22 @@ func (c *cli) snapshotSave(g *globals, o *clusterOptions, file string) int {
 	if err != nil {
 		return c.fail(exitUsage, "%s: %v", name, err)
 	}
-	scheme := "http"
 	// No overall timeout: a large state takes what it takes; the leader
 	// captures it before answering, within adminTimeout.
 	tr := &http.Transport{ResponseHeaderTimeout: adminTimeout}
 	if s.dialer.TLSConfig != nil {
-		scheme = "https"
 		tr.TLSClientConfig = s.dialer.TLSConfig
 	}
-	hc := &http.Client{Transport: tr}
-	var leader string
-	var lastErr error
-	for _, addr := range addrs {
-		req, err := http.NewRequest(http.MethodGet, scheme+"://"+addr+"/v1/admin/snapshot", nil)
-		if err != nil {
-			return c.fail(exitUsage, "%s: %v", name, err)
-		}
-		req.Header.Set("X-Dflockd-Admin", token)
-		if s.dialer.AuthToken != "" {
-			req.Header.Set("Authorization", "Bearer "+s.dialer.AuthToken)
-		}
-		began := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			a, err := answerOf(resp)
+	return c.askLeader(name, s, token, addrs, &http.Client{Transport: tr}, http.MethodGet, "/v1/admin/snapshot", nil,
+		func(addr string, resp *http.Response, sent time.Time) (int, error) {
+			info, err := c.receive(file, resp.Body)
+			resp.Body.Close()
 			if err != nil {
-				lastErr = err
-				continue
+				return c.fail(exitFailure, "%s: %s from %s: %v (nothing was saved)", name, file, addr, err), nil
 			}
-			if a.status == http.StatusServiceUnavailable && a.Error == "not_leader" {
-				if l := a.header.Get("X-Dflockd-Leader"); l != "" {
-					leader = l
-				}
-				lastErr = fmt.Errorf("%s does not lead", addr)
-				continue
-			}
-			return c.failure(name, a)
-		}
-		info, err := c.receive(file, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return c.fail(exitFailure, "%s: %s from %s: %v (nothing was saved)", name, file, addr, err)
-		}
-		c.report(g, file, &info, time.Since(began))
-		return exitOK
-	}
-	if leader != "" {
-		return c.fail(exitUnavailable, "%s: no leader among %s; the leader's client address is %s: give --http its HTTP address",
-			name, strings.Join(addrs, ","), leader)
-	}
-	return c.fail(exitUnavailable, "%s: %v", name, lastErr)
-}
-
-// answerOf reads an answer that is not a snapshot.
-func answerOf(resp *http.Response) (*adminAnswer, error) {
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	a := &adminAnswer{status: resp.StatusCode, header: resp.Header, raw: raw}
-	_ = json.Unmarshal(raw, a)
-	return a, nil
+			c.report(g, file, &info, time.Since(sent))
+			return exitOK, nil
+		})
 }
 
 // receive writes body to file atomically: into file.tmp, verified as a
