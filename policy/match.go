@@ -199,7 +199,7 @@ func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes, Classes)
 
 // allows reports whether key may be used for c.
 func (m *matcher) allows(c Class, key []byte) bool {
-	ok, _ := m.walk(c, key, walkState{}, nil)
+	ok, _, _ := m.walk(c, key, walkState{}, nil)
 	return ok
 }
 
@@ -218,8 +218,10 @@ type walkState struct {
 // from which the next key with that beginning may start (found false: the
 // root's). It reads the records itself rather than through at and child:
 // it is the request path's, and the calls and copies those cost would be
-// most of a check.
-func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allowed, found bool) {
+// most of a check. settled: the walk stopped at last's node because no
+// rule further down names c, so every key that begins as key[:last.i]
+// and goes on past it gets the same answer.
+func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allowed, found, settled bool) {
 	bit := Classes(1) << c
 	a := m.a
 	o, i, allow := int(st.off), st.i, st.allow
@@ -229,7 +231,7 @@ func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allo
 		if i > st.i || o == 0 { // a node entered here, not the state's own
 			if l := int(binary.LittleEndian.Uint16(h[8:])); l > 0 {
 				if len(key)-i < l || string(key[i:i+l]) != string(a[p:p+l]) {
-					return allow&bit != 0, found // the key ends in the label, or leaves it
+					return allow&bit != 0, found, false // the key ends in the label, or leaves it
 				}
 				i += l
 			}
@@ -238,22 +240,23 @@ func (m *matcher) walk(c Class, key []byte, st walkState, last *walkState) (allo
 		p += int(binary.LittleEndian.Uint16(h[8:]))
 		if i == len(key) {
 			if Classes(h[2])&bit != 0 {
-				return Classes(h[3])&bit != 0, found
+				return Classes(h[3])&bit != 0, found, false
 			}
-			return allow&bit != 0, found
+			return allow&bit != 0, found, false
 		}
 		if last != nil && o != 0 {
 			*last, found = walkState{off: uint32(o), i: i, allow: allow}, true
 		}
 		if Classes(h[5])&bit == 0 {
-			return allow&bit != 0, found // no rule further down names c
+			// No rule further down names c.
+			return allow&bit != 0, found, found && last.off == uint32(o)
 		}
 		b, e := key[i], int(binary.LittleEndian.Uint16(h[6:]))
 		j := 0
 		for ; j < e && a[p+j] < b; j++ { // sorted: stop at the first not below
 		}
 		if j == e || a[p+j] != b {
-			return allow&bit != 0, found
+			return allow&bit != 0, found, false
 		}
 		o = int(binary.LittleEndian.Uint32(a[(p+e+3)&^3+4*j:]))
 		i++

@@ -116,7 +116,7 @@ func TestMatcherAgainstReference(t *testing.T) {
 // a shorter one), over two identities taking turns on the one Resume.
 func TestResumeAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	cases, resumed := 0, 0
+	cases, resumed, settled := 0, 0, 0
 	for range 3000 {
 		rulesA, rulesB := randRules(r), randRules(r)
 		a := &Identity{Name: "a", rules: rulesA, m: newMatcher(rulesA)}
@@ -143,6 +143,9 @@ func TestResumeAgainstReference(t *testing.T) {
 			c := Class(r.IntN(int(numClasses)))
 			if res.id == id && int(res.n) <= len(key) && key[:res.n] == string(res.buf[:res.n]) {
 				resumed++
+				if res.settled && res.class == c && int(res.n) < len(key) {
+					settled++ // answered without a walk
+				}
 			}
 			cases++
 			if got, want := id.AllowsResume(c, []byte(key), &res), refDecide(rules, c, key); got != want {
@@ -150,10 +153,10 @@ func TestResumeAgainstReference(t *testing.T) {
 			}
 		}
 	}
-	if resumed < cases/20 {
-		t.Fatalf("only %d of %d checks resumed a walk: the test does not exercise resuming", resumed, cases)
+	if resumed < cases/20 || settled < cases/400 {
+		t.Fatalf("only %d of %d checks resumed a walk, %d answered as settled: the test does not exercise them", resumed, cases, settled)
 	}
-	t.Logf("%d cases agreed, %d of them resumed", cases, resumed)
+	t.Logf("%d cases agreed, %d of them resumed, %d of those answered as settled", cases, resumed, settled)
 }
 
 // TestPatternSoundness: when a subscription pattern is allowed, every

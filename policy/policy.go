@@ -79,6 +79,14 @@ type Resume struct {
 	st  walkState
 	n   uint8 // the beginning's length, ≤ len(buf)
 	buf [resumeBytes]byte
+	// settled: for class class, every key that begins with buf[:n] and
+	// goes on past it gets answer ok (no rule under st's node names
+	// class), so the next such check is a compare, not a walk: a
+	// connection's keys under one prefix (a lock and its release) are
+	// decided so.
+	settled bool
+	class   Class
+	ok      bool
 }
 
 // resumeBytes bounds the beginning a Resume remembers: a longer one is
@@ -97,16 +105,22 @@ func (id *Identity) AllowsResume(c Class, key []byte, r *Resume) bool {
 	}
 	var from walkState
 	if r.id == id && int(r.n) <= len(key) && string(key[:r.n]) == string(r.buf[:r.n]) {
+		if r.settled && r.class == c && int(r.n) < len(key) {
+			return r.ok
+		}
 		from = r.st
 	}
 	var last walkState
-	ok, found := id.m.walk(c, key, from, &last)
+	ok, found, settled := id.m.walk(c, key, from, &last)
 	switch {
 	case !found || last.i > resumeBytes:
 		r.id = nil
 	case r.id != id || last != r.st:
 		r.id, r.st, r.n = id, last, uint8(last.i)
 		copy(r.buf[:], key[:last.i])
+		fallthrough
+	default:
+		r.settled, r.class, r.ok = settled, c, ok
 	}
 	return ok
 }
