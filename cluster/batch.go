@@ -236,15 +236,9 @@ func appendOp(dst []byte, op *Op) []byte {
 		dst = binary.AppendUvarint(dst, in.FenceFloor)
 	case OpPromote, OpGC:
 	case OpRequest:
+		// conn | the request in vocab's encoding, the NilAware form
 		dst = binary.AppendUvarint(dst, op.Conn)
-		r := &op.Req
-		dst = append(dst, byte(r.Op))
-		for _, b := range [][]byte{r.Key, r.Token, r.Value, r.Old} {
-			dst = appendBytes(dst, b)
-		}
-		for _, v := range []int64{r.Timeout, r.Lease, r.Limit, r.N, r.M, r.TTL} {
-			dst = binary.AppendVarint(dst, v)
-		}
+		dst = vocab.AppendRequest(dst, &op.Req, vocab.NilAware)
 	case OpClose:
 		dst = binary.AppendUvarint(dst, op.Conn)
 	case OpCancel:
@@ -439,13 +433,17 @@ func (d *decoder) opInto(op *Op) {
 	case OpPromote, OpGC:
 	case OpRequest:
 		op.Conn = d.uvarint()
-		r := &op.Req
-		r.Op = vocab.Op(d.byte())
-		r.Key, r.Token, r.Value, r.Old = d.bytes(), d.bytes(), d.bytes(), d.bytes()
-		r.Timeout, r.Lease, r.Limit = d.varint(), d.varint(), d.varint()
-		r.N, r.M, r.TTL = d.varint(), d.varint(), d.varint()
-		if d.err == nil && !replicated(r.Op) {
-			d.fail("request op " + fmt.Sprint(uint8(r.Op)))
+		if d.err != nil {
+			return
+		}
+		n, err := vocab.ReadRequest(d.b, &op.Req, vocab.NilAware)
+		if err != nil {
+			d.fail("request")
+			return
+		}
+		d.b = d.b[n:]
+		if !replicated(op.Req.Op) {
+			d.fail("request op " + fmt.Sprint(uint8(op.Req.Op)))
 		}
 	case OpClose:
 		op.Conn = d.uvarint()

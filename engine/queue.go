@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -88,52 +87,28 @@ func (e *Engine) runQueue(s *session, now timerwheel.Instant, fx *Effects) {
 }
 
 // appendQueued encodes request c for s's queue: a flags byte (1:
-// Readopt), the op, Key, Token, Value and Old (length-prefixed), then
-// Timeout, Lease, Limit, N, M and TTL (varints).
+// Readopt), then the request in vocab's encoding, the Plain form the
+// queue has always had (snapshots hold it).
 func appendQueued(dst []byte, c *Command) []byte {
-	r := &c.Req
 	flags := byte(0)
 	if c.Readopt {
 		flags = 1
 	}
-	dst = append(dst, flags, byte(r.Op))
-	for _, b := range [...][]byte{r.Key, r.Token, r.Value, r.Old} {
-		dst = binary.AppendUvarint(dst, uint64(len(b)))
-		dst = append(dst, b...)
-	}
-	for _, v := range [...]int64{r.Timeout, r.Lease, r.Limit, r.N, r.M, r.TTL} {
-		dst = binary.AppendVarint(dst, v)
-	}
-	return dst
+	return vocab.AppendRequest(append(dst, flags), &c.Req, vocab.Plain)
 }
 
 // readQueued decodes the request at the start of q into c (its Readopt
 // and Req; the slices point into q) and returns the bytes it took.
 func readQueued(q []byte, c *Command) (int, error) {
-	if len(q) < 2 || q[0] > 1 || int(q[1]) >= vocab.NumOps {
+	if len(q) < 1 || q[0] > 1 {
 		return 0, fmt.Errorf("bad request header")
 	}
-	c.Readopt, c.Req.Op = q[0] == 1, vocab.Op(q[1])
-	p := 2
-	for _, b := range [...]*[]byte{&c.Req.Key, &c.Req.Token, &c.Req.Value, &c.Req.Old} {
-		n, k := binary.Uvarint(q[p:])
-		if k <= 0 || n > uint64(len(q)-p-k) {
-			return 0, fmt.Errorf("bad request field")
-		}
-		p += k
-		if n > 0 {
-			*b = q[p : p+int(n) : p+int(n)]
-		}
-		p += int(n)
+	n, err := vocab.ReadRequest(q[1:], &c.Req, vocab.Plain)
+	if err != nil {
+		return 0, err
 	}
-	for _, v := range [...]*int64{&c.Req.Timeout, &c.Req.Lease, &c.Req.Limit, &c.Req.N, &c.Req.M, &c.Req.TTL} {
-		x, k := binary.Varint(q[p:])
-		if k <= 0 {
-			return 0, fmt.Errorf("bad request number")
-		}
-		*v, p = x, p+k
-	}
-	return p, nil
+	c.Readopt = q[0] == 1
+	return 1 + n, nil
 }
 
 // Queued returns how many requests session id has queued behind its
