@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,7 +34,13 @@ func TestClusterQuotas(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "policy")
 	writeIsolationPolicy(t, file, clusterQuotaPolicy)
-	ms := startMembersWith(t, 3, "--policy-file", file)
+	hms, _ := startIsolationMembers(t, false, "--policy-file", file)
+	var ms []*member
+	httpOf := map[*member]*httpMember{}
+	for _, m := range hms {
+		ms = append(ms, m.member)
+		httpOf[m.member] = m
+	}
 	lead := quotaLeader(t, ms, nil)
 
 	c1, c2 := dialIso(t, lead.client, nil, "tok-a"), dialIso(t, lead.client, nil, "tok-a")
@@ -49,6 +57,21 @@ func TestClusterQuotas(t *testing.T) {
 		if got := step.c.do(step.cmd, step.key, step.arg); got != step.want {
 			t.Fatalf("on the leader %s: %s %s %s: %q, want %q", lead.id, step.cmd, step.key, step.arg, got, step.want)
 		}
+	}
+
+	// An HTTP session of the identity, on the same leader: its acquire
+	// is past the quota the two connections reached.
+	web := (&isoNet{t: t, scheme: "http://"}).web(httpOf[lead], "tok-a")
+	code, body := web.call("POST", "/v1/sessions", "", nil)
+	var hs struct {
+		SessionID string `json:"session_id"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &hs) != nil {
+		t.Fatalf("team-q POST /v1/sessions: %d %s", code, body)
+	}
+	if code, body := web.call("POST", "/v1/locks/"+url.PathEscape("q/h"), hs.SessionID,
+		map[string]int{"acquire_timeout_s": 0, "lease_ttl_s": 300}); !strings.Contains(body, `"max_locks"`) {
+		t.Fatalf("team-q's HTTP lock q/h past its quota: %d %s, want max_locks", code, body)
 	}
 
 	// The leader dies: its connections' holds are kept, and counted, on
