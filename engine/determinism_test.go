@@ -265,7 +265,9 @@ func (g *detGen) step() {
 		s := g.live[i]
 		g.live = slices.Delete(g.live, i, i+1)
 		delete(g.parked, s)
-		g.run(Command{Kind: KindClose, Session: s})
+		// A third of the closes keep the holds until their leases end,
+		// as a cluster's failover closes the earlier epoch's sessions.
+		g.run(Command{Kind: KindClose, Session: s, Keep: g.rng.IntN(3) == 0})
 		return
 	}
 	s := g.pick64(g.live)
@@ -382,6 +384,9 @@ func (g *detGen) name(c *Command) string {
 	case KindOpen:
 		return "open"
 	case KindClose:
+		if c.Keep {
+			return "close-keep"
+		}
 		return "close"
 	case KindGC:
 		return "gc"
