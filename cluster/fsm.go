@@ -66,12 +66,10 @@ type FSM struct {
 	inited bool
 	now    timerwheel.Instant // the cluster clock: the latest stamp applied
 	epoch  uint64             // epochs promoted so far
-	// A session pipelines requests into the log, but a dflockd
-	// connection runs its requests one after the other: one that waits
-	// holds back the rest. The engine keeps those in its session's
-	// queue and runs them when the wait ends (engine/queue.go).
-	conns map[uint64]engine.SessionID
-	ids   map[engine.SessionID]uint64
+	// Which session each connection has is the engine's
+	// (engine/conns.go), as is what a connection sent behind a request
+	// that waits (engine/queue.go).
+	//
 	// index and term are those of the last entry applied (term: 0 until
 	// an entry applies after a Restore).
 	index, term uint64
@@ -98,7 +96,6 @@ type FSM struct {
 // the log's Init.
 func NewFSM(local engine.Config, out Output) *FSM {
 	return &FSM{local: local, out: out,
-		conns: make(map[uint64]engine.SessionID), ids: make(map[engine.SessionID]uint64),
 		refs: make(map[uint64]string), orphans: make(map[string]orphan),
 		readopt: make(map[uint64]bool)}
 }
@@ -206,7 +203,7 @@ func (f *FSM) applyBatch(b *Batch) any {
 		case OpOrphanTTL:
 			f.orphanTTL = op.TTL
 		case OpCancel:
-			if sid, ok := f.conns[op.Conn]; ok {
+			if sid, ok := f.eng.ConnSession(op.Conn); ok {
 				// Withdrawn, what it held back runs now (the engine's).
 				f.run(op.Conn, &engine.Command{Kind: engine.KindCancel, Session: sid, Tag: op.Tag, At: now})
 			}
@@ -258,22 +255,11 @@ func (f *FSM) tenant(op *Op, now timerwheel.Instant) {
 
 // session returns conn's engine session, opening it on first use.
 func (f *FSM) session(conn uint64, now timerwheel.Instant) engine.SessionID {
-	if sid, ok := f.conns[conn]; ok {
+	if sid, ok := f.eng.ConnSession(conn); ok {
 		return sid
 	}
 	var fx engine.Effects
-	sid := f.eng.Apply(&engine.Command{Kind: engine.KindOpen, ConnID: conn, At: now}, &fx).Session
-	f.mu.Lock()
-	f.conns[conn], f.ids[sid] = sid, conn
-	f.mu.Unlock()
-	return sid
-}
-
-func (f *FSM) forget(conn uint64, sid engine.SessionID) {
-	f.mu.Lock()
-	delete(f.conns, conn)
-	delete(f.ids, sid)
-	f.mu.Unlock()
+	return f.eng.Apply(&engine.Command{Kind: engine.KindOpen, ConnID: conn, At: now}, &fx).Session
 }
 
 // closeEarlierEpochs ends the sessions of connections of earlier
@@ -281,13 +267,13 @@ func (f *FSM) forget(conn uint64, sid engine.SessionID) {
 // holds stay until their leases end (renewable by token from anywhere).
 func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 	var old []uint64
-	for c := range f.conns {
-		if c>>32 != f.epoch {
-			old = append(old, c)
+	for _, cs := range f.eng.ConnSessions() {
+		if cs.Conn>>32 != f.epoch {
+			old = append(old, cs.Conn)
 		}
 	}
 	for c := range f.refs {
-		if _, ok := f.conns[c]; !ok && c>>32 != f.epoch {
+		if _, ok := f.eng.ConnSession(c); !ok && c>>32 != f.epoch {
 			old = append(old, c) // a ref, and nothing else yet
 		}
 	}
@@ -311,7 +297,8 @@ func (f *FSM) run(conn uint64, c *engine.Command) {
 	}
 	for i := range f.fx.List {
 		if e := &f.fx.List[i]; e.Result.Kind == engine.KindStableRef {
-			f.keepRef(f.ids[e.To], &e.Result)
+			c, _ := f.eng.ConnOf(e.To)
+			f.keepRef(c, &e.Result)
 		}
 	}
 	f.deliverAnswer(conn, r, foreignKind(c.Kind))
@@ -383,7 +370,7 @@ func (f *FSM) deliverAnswer(conn uint64, rp *engine.Result, foreign bool) {
 // localID turns an engine session into this node's connection number, if
 // the session is one of its connections in epoch mine.
 func (f *FSM) localID(sid engine.SessionID, mine uint64) (engine.SessionID, bool) {
-	c, ok := f.ids[sid]
+	c, ok := f.eng.ConnOf(sid)
 	if !ok || c>>32 != mine {
 		return 0, false
 	}
@@ -413,7 +400,7 @@ func (f *FSM) appliedLocked() (uint64, [sha256.Size]byte) {
 	var buf []byte
 	buf = binary.AppendVarint(buf, int64(f.now))
 	buf = binary.AppendUvarint(buf, f.epoch)
-	buf = appendConns(buf, f.conns)
+	buf = appendConns(buf, f.eng)
 	buf = f.appendOrphans(buf)
 	if len(f.members) > 0 {
 		buf = appendMembers(buf, f.members)
@@ -426,16 +413,14 @@ func (f *FSM) appliedLocked() (uint64, [sha256.Size]byte) {
 	return f.index, [sha256.Size]byte(h.Sum(nil))
 }
 
-func appendConns(buf []byte, conns map[uint64]engine.SessionID) []byte {
-	keys := make([]uint64, 0, len(conns))
-	for c := range conns {
-		keys = append(keys, c)
-	}
-	slices.Sort(keys)
-	buf = binary.AppendUvarint(buf, uint64(len(keys)))
-	for _, c := range keys {
-		buf = binary.AppendUvarint(buf, c)
-		buf = binary.AppendUvarint(buf, uint64(conns[c]))
+// appendConns appends the connections of e (nil: none) and their
+// sessions, by connection number, for snapshots and digests.
+func appendConns(buf []byte, e *engine.Engine) []byte {
+	conns := e.ConnSessions()
+	buf = binary.AppendUvarint(buf, uint64(len(conns)))
+	for _, cs := range conns {
+		buf = binary.AppendUvarint(buf, cs.Conn)
+		buf = binary.AppendUvarint(buf, uint64(cs.Session))
 	}
 	return buf
 }
@@ -472,7 +457,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	buf = append(buf, 1)
 	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
-	buf = appendConns(buf, f.conns)
+	buf = appendConns(buf, f.eng)
 	buf = f.appendOrphans(buf)
 	buf = appendMembers(buf, f.members)
 	var w bytes.Buffer
@@ -534,7 +519,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	inited := d.byte() == 1
 	var init Init
 	conns := make(map[uint64]engine.SessionID)
-	ids := make(map[engine.SessionID]uint64)
 	var parked []parkedConn // formats V2 and V3
 	var eng *engine.Engine
 	if inited {
@@ -546,7 +530,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		n := d.uvarint()
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			c, sid := d.uvarint(), engine.SessionID(d.uvarint())
-			conns[c], ids[sid] = sid, c
+			conns[c] = sid
 		}
 		if v2 || v3 {
 			parked = d.parked()
@@ -563,6 +547,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		if eng, err = engine.Restore(cfg, bytes.NewReader(d.b)); err != nil {
 			return fmt.Errorf("cluster: snapshot: %w", err)
 		}
+		for c, sid := range conns {
+			if _, open := eng.SessionConn(sid); !open {
+				return fmt.Errorf("cluster: snapshot: connection %#x has session %#x, which is not open", c, uint64(sid))
+			}
+			if other, ok := eng.ConnOf(sid); ok {
+				return fmt.Errorf("cluster: snapshot: connections %#x and %#x have one session", other, c)
+			}
+			eng.Attach(c, sid)
+		}
 		if v2 || v3 {
 			if err := requeue(eng, parked, conns, st.readopt, st.orphans, now); err != nil {
 				return fmt.Errorf("cluster: snapshot: %w", err)
@@ -572,7 +565,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: snapshot: damaged header")
 	}
 	f.mu.Lock()
-	f.eng, f.init, f.inited, f.now, f.epoch, f.conns, f.ids = eng, init, inited, now, epoch, conns, ids
+	f.eng, f.init, f.inited, f.now, f.epoch = eng, init, inited, now, epoch
 	f.index = index
 	f.orphanTTL, f.refs, f.orphans, f.readopt = st.orphanTTL, st.refs, st.orphans, st.readopt
 	f.members = st.members

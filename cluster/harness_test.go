@@ -248,3 +248,9 @@ func req(t *testing.T, cmd, key, arg string) *vocab.Request {
 	}
 	return &r
 }
+
+// sessionOf is the engine session connection conn has in f (0: none).
+func sessionOf(f *FSM, conn uint64) engine.SessionID {
+	sid, _ := f.eng.ConnSession(conn)
+	return sid
+}

@@ -112,7 +112,7 @@ func TestCancelRunsWhatWaited(t *testing.T) {
 	if len(got) != 2 || strings.Fields(got[0])[5] != "1" || strings.Fields(got[1])[5] != "5" {
 		t.Fatalf("b got %q", got)
 	}
-	if n := f.eng.Queued(f.conns[b]); n != 0 {
+	if n := f.eng.Queued(sessionOf(f, b)); n != 0 {
 		t.Fatalf("b has %d requests queued after its wait was withdrawn", n)
 	}
 }

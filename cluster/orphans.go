@@ -35,7 +35,7 @@ type orphan struct {
 // (engine/queue.go): barrier answers ok, stable-ref hands its ref back
 // for run to keep.
 func (f *FSM) request(op *Op, now timerwheel.Instant) {
-	sid, ok := f.conns[op.Conn]
+	sid, ok := f.eng.ConnSession(op.Conn)
 	if !ok {
 		switch op.Req.Op {
 		case vocab.OpStableRef:
@@ -66,13 +66,10 @@ func (f *FSM) keepRef(conn uint64, r *engine.Result) {
 func (f *FSM) stableRef(conn uint64, ref string, now timerwheel.Instant) {
 	f.refs[conn] = ref
 	if o, ok := f.orphans[ref]; ok {
-		if _, busy := f.conns[conn]; !busy {
+		if _, busy := f.eng.ConnSession(conn); !busy {
 			delete(f.orphans, ref)
-			f.mu.Lock()
-			f.conns[conn], f.ids[o.sid] = o.sid, conn
-			f.mu.Unlock()
 			f.readopt[conn] = true
-			f.eng.Rebind(o.sid, conn, now.Tick())
+			f.eng.Rebind(o.sid, conn, now.Tick()) // conn's session now
 		}
 	}
 	f.fx.Reset()
@@ -86,7 +83,7 @@ func (f *FSM) closeConn(conn uint64, keep bool, now timerwheel.Instant) {
 	ref := f.refs[conn]
 	delete(f.refs, conn)
 	delete(f.readopt, conn)
-	sid, ok := f.conns[conn]
+	sid, ok := f.eng.ConnSession(conn)
 	// A connection whose peer went away may wait for this close to end
 	// (session.Session.PeerClosed): tell it.
 	f.fx.Reset()
@@ -94,7 +91,8 @@ func (f *FSM) closeConn(conn uint64, keep bool, now timerwheel.Instant) {
 	if !ok {
 		return
 	}
-	f.forget(conn, sid) // the engine's close drops what it queued
+	// The engine's close or detach parts the session from conn (nothing
+	// more goes to conn) and drops what it queued.
 	if ref != "" && f.orphanTTL > 0 {
 		if old, ok := f.orphans[ref]; ok {
 			// Two connections presented the ref: the older orphan goes.

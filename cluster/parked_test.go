@@ -89,7 +89,7 @@ func TestParkedRequestsWaitTheirTurn(t *testing.T) {
 		!strings.HasPrefix(got[3], "2 ok") || len(strings.Fields(got[3])[3]) != 32 {
 		t.Fatalf("after the release: %q", got)
 	}
-	if n := f.eng.Queued(f.conns[b]); n != 0 {
+	if n := f.eng.Queued(sessionOf(f, b)); n != 0 {
 		t.Fatalf("b has %d requests still queued", n)
 	}
 }
@@ -111,7 +111,7 @@ func TestParkedRequestsDroppedOnClose(t *testing.T) {
 	if !strings.HasPrefix(last, "1 ok") || strings.Fields(last)[5] != "1" {
 		t.Fatalf("deliveries %q: b's parked incr ran", out.lines)
 	}
-	if _, ok := f.conns[b]; ok || f.eng.Sessions() != 1 {
+	if _, ok := f.eng.ConnSession(b); ok || f.eng.Sessions() != 1 {
 		t.Fatalf("b's session outlived its close (%d sessions)", f.eng.Sessions())
 	}
 }

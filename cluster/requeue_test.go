@@ -42,7 +42,7 @@ func v3Log(t *testing.T) (promote, first []byte) {
 func TestRestoreV3ParkedIntoEngineQueues(t *testing.T) {
 	const a, b = 1<<32 | 1, 1<<32 | 2
 	old, live, liveOut := v3Fixture(t, "snapshot-v3-parked.bin", v3Log)
-	if n := live.eng.Queued(live.conns[b]); n != 5 {
+	if n := live.eng.Queued(sessionOf(live, b)); n != 5 {
 		t.Fatalf("the live replica queued %d of b's requests; want 5", n)
 	}
 	grantA := strings.Fields(liveOut.lines[1]) // after c's listen
@@ -51,7 +51,7 @@ func TestRestoreV3ParkedIntoEngineQueues(t *testing.T) {
 	}
 
 	g, gOut := restoredFrom(t, old)
-	if n := g.eng.Queued(g.conns[b]); n != 5 {
+	if n := g.eng.Queued(sessionOf(g, b)); n != 5 {
 		t.Fatalf("the restored replica queued %d of b's requests; want 5", n)
 	}
 	if g.Digest() != live.Digest() {

@@ -103,6 +103,7 @@ type Engine struct {
 	watches  *Sublist // key watches
 	sessions sessionTable
 	tenants  tenantTable // quotas' tenants by identity (tenant.go)
+	conns    connIndex   // a cluster's connections' sessions (conns.go)
 	k0, k1   uint64      // TokenKey
 	draining atomic.Bool // after a drain: no request may start waiting
 	adv      advancer
@@ -254,7 +255,11 @@ func (e *Engine) applyRequest(c *Command, fx *Effects, out *Result) {
 func (e *Engine) apply(c *Command, fx *Effects) Result {
 	switch c.Kind {
 	case KindOpen:
-		return Result{Status: vocab.StatusOK, Session: e.sessions.open(c.ConnID, c.At.Tick()).id}
+		s := e.sessions.open(c.ConnID, c.At.Tick())
+		if c.ConnID != 0 {
+			e.attach(s, c.ConnID) // a cluster's connection (conns.go)
+		}
+		return Result{Status: vocab.StatusOK, Session: s.id}
 	case KindClose:
 		e.closeSession(e.mustSession(c.Session), c.At, c.Keep || e.cfg.KeepOnDisconnect, fx)
 	case KindGC:
@@ -283,6 +288,7 @@ func (e *Engine) apply(c *Command, fx *Effects) Result {
 	case KindDetach:
 		s := e.mustSession(c.Session)
 		s.queue, s.waits = nil, false
+		e.detachConn(s)
 	default:
 		panic("engine: Apply of an unknown command kind")
 	}

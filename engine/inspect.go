@@ -422,7 +422,7 @@ func (e *Engine) SessionOpened(id SessionID) (at timerwheel.Tick, open, known bo
 // the replicated state's apply, so every replica rebinds alike.
 func (e *Engine) Rebind(id SessionID, connID uint64, at timerwheel.Tick) {
 	if s := e.sessions.get(id); s != nil {
-		s.connID.Store(connID)
+		e.attach(s, connID)
 		s.opened.Store(int64(at) + 1)
 	}
 }

@@ -53,6 +53,9 @@ type session struct {
 	// tenant is what the session's claims and keys count against
 	// (tenant.go); nil: no quota.
 	tenant *Tenant
+	// attached: a cluster's connection connID has this session
+	// (conns.go).
+	attached bool
 }
 
 type claim struct {
@@ -298,6 +301,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	if s.queue != nil {
 		s.queue = nil
 	}
+	e.detachConn(s)
 	e.sessions.close(s)
 }
 
