@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -67,18 +66,13 @@ type FSM struct {
 	now    timerwheel.Instant // the cluster clock: the latest stamp applied
 	epoch  uint64             // epochs promoted so far
 	// Which session each connection has is the engine's
-	// (engine/conns.go), as is what a connection sent behind a request
+	// (engine/conns.go), as are the stable refs and orphans
+	// (engine/stableref.go) and what a connection sent behind a request
 	// that waits (engine/queue.go).
 	//
 	// index and term are those of the last entry applied (term: 0 until
 	// an entry applies after a Restore).
 	index, term uint64
-	// The stable-ref state (orphans.go), read and written on the apply
-	// goroutine only.
-	orphanTTL time.Duration
-	refs      map[uint64]string // connection → the ref it presented
-	orphans   map[string]orphan // ref → the session its connection left
-	readopt   map[uint64]bool   // connections that took over an orphan
 	// members: the client addresses published through the log
 	// (OpMember, members.go); guarded by mu.
 	members map[raft.ServerID]string
@@ -95,9 +89,7 @@ type FSM struct {
 // replica chooses for itself (Shards, OnDeadline); the rest comes from
 // the log's Init.
 func NewFSM(local engine.Config, out Output) *FSM {
-	return &FSM{local: local, out: out,
-		refs: make(map[uint64]string), orphans: make(map[string]orphan),
-		readopt: make(map[uint64]bool)}
+	return &FSM{local: local, out: out}
 }
 
 // Engine returns the current replica of the engine (nil before Init), for
@@ -201,7 +193,9 @@ func (f *FSM) applyBatch(b *Batch) any {
 		case OpClose:
 			f.closeConn(op.Conn, false, now)
 		case OpOrphanTTL:
-			f.orphanTTL = op.TTL
+			if f.eng != nil { // the Init comes first (Node.promote)
+				f.eng.SetOrphanTTL(op.TTL)
+			}
 		case OpCancel:
 			if sid, ok := f.eng.ConnSession(op.Conn); ok {
 				// Withdrawn, what it held back runs now (the engine's).
@@ -272,9 +266,9 @@ func (f *FSM) closeEarlierEpochs(now timerwheel.Instant) {
 			old = append(old, cs.Conn)
 		}
 	}
-	for c := range f.refs {
-		if _, ok := f.eng.ConnSession(c); !ok && c>>32 != f.epoch {
-			old = append(old, c) // a ref, and nothing else yet
+	for _, cr := range f.eng.StableRefs().Refs {
+		if _, ok := f.eng.ConnSession(cr.Conn); !ok && cr.Conn>>32 != f.epoch {
+			old = append(old, cr.Conn) // a ref, and nothing else yet
 		}
 	}
 	slices.Sort(old)
@@ -401,7 +395,7 @@ func (f *FSM) appliedLocked() (uint64, [sha256.Size]byte) {
 	buf = binary.AppendVarint(buf, int64(f.now))
 	buf = binary.AppendUvarint(buf, f.epoch)
 	buf = appendConns(buf, f.eng)
-	buf = f.appendOrphans(buf)
+	buf = appendOrphans(buf, f.eng.StableRefs())
 	if len(f.members) > 0 {
 		buf = appendMembers(buf, f.members)
 	}
@@ -458,7 +452,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	buf = append(buf, 1)
 	buf = appendOp(buf, &Op{Kind: OpInit, Init: f.init})
 	buf = appendConns(buf, f.eng)
-	buf = f.appendOrphans(buf)
+	buf = appendOrphans(buf, f.eng.StableRefs())
 	buf = appendMembers(buf, f.members)
 	var w bytes.Buffer
 	w.Write(buf)
@@ -508,7 +502,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		data = data[:n]
 	}
-	st := &FSM{refs: make(map[uint64]string), orphans: make(map[string]orphan), readopt: make(map[uint64]bool)}
+	st := &FSM{}
+	var refs engine.StableRefs
 	d := decoder{b: data[len(snapMagic):]}
 	now := timerwheel.Instant(d.varint())
 	epoch := d.uvarint()
@@ -536,7 +531,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			parked = d.parked()
 		}
 		if !v1 && !v2 {
-			st.readOrphans(&d)
+			refs = d.readOrphans()
 			st.members = d.members()
 		}
 		if d.err != nil {
@@ -556,8 +551,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			}
 			eng.Attach(c, sid)
 		}
+		for _, o := range refs.Orphans {
+			if _, open := eng.SessionConn(o.Session); !open {
+				return fmt.Errorf("cluster: snapshot: the orphan of %q is session %#x, which is not open", o.Ref, uint64(o.Session))
+			}
+		}
+		eng.SetStableRefs(refs)
 		if v2 || v3 {
-			if err := requeue(eng, parked, conns, st.readopt, st.orphans, now); err != nil {
+			if err := requeue(eng, parked, conns, now); err != nil {
 				return fmt.Errorf("cluster: snapshot: %w", err)
 			}
 		}
@@ -567,7 +568,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.eng, f.init, f.inited, f.now, f.epoch = eng, init, inited, now, epoch
 	f.index = index
-	f.orphanTTL, f.refs, f.orphans, f.readopt = st.orphanTTL, st.refs, st.orphans, st.readopt
 	f.members = st.members
 	f.mu.Unlock()
 	return nil

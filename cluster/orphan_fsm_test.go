@@ -19,8 +19,8 @@ func TestOrphanKeptAndTakenOver(t *testing.T) {
 		reqOp(t, a, "l", "k", "0 30"),
 		{Kind: OpClose, Conn: a},
 	}})}, 1)
-	if len(f.orphans) != 1 {
-		t.Fatalf("%d orphans after a closed", len(f.orphans))
+	if n := f.eng.Orphans(); n != 1 {
+		t.Fatalf("%d orphans after a closed", n)
 	}
 	replay(f, [][]byte{AppendBatch(nil, &Batch{Stamp: 2, Ops: []Op{
 		reqOp(t, b, "stable-ref", "ra", "_"),
@@ -28,15 +28,15 @@ func TestOrphanKeptAndTakenOver(t *testing.T) {
 		reqOp(t, c, "l", "k2", "0 30"),
 		{Kind: OpClose, Conn: c},
 	}})}, 4)
-	if len(f.orphans) != 1 || !f.readopt[b] || f.orphans["rc"].sid == 0 {
-		t.Fatalf("orphans %v, readopt %v", f.orphans, f.readopt)
+	if st := f.eng.StableRefs(); len(st.Orphans) != 1 || !f.eng.Readopts(b) || st.Orphans[0].Ref != "rc" || st.Orphans[0].Session == 0 {
+		t.Fatalf("stable refs %+v, b readopts %v", st, f.eng.Readopts(b))
 	}
 	replay(f, [][]byte{AppendBatch(nil, &Batch{Stamp: 2 + 999_999_999})}, 5)
-	if len(f.orphans) != 1 {
+	if f.eng.Orphans() != 1 {
 		t.Fatal("reaped before the TTL")
 	}
 	replay(f, [][]byte{AppendBatch(nil, &Batch{Stamp: 2 + 1_000_000_000})}, 6)
-	if len(f.orphans) != 0 {
+	if f.eng.Orphans() != 0 {
 		t.Fatal("not reaped at the TTL")
 	}
 }

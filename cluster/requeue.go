@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -47,16 +46,10 @@ func (d *decoder) parked() []parkedConn {
 // The orphans of such a snapshot are detached (engine.KindDetach), as
 // their connections' closes detach them now: the engine's snapshot of
 // that format does not say so.
-func requeue(eng *engine.Engine, parked []parkedConn, conns map[uint64]engine.SessionID, readopt map[uint64]bool,
-	orphans map[string]orphan, now timerwheel.Instant) error {
+func requeue(eng *engine.Engine, parked []parkedConn, conns map[uint64]engine.SessionID, now timerwheel.Instant) error {
 	var fx engine.Effects
-	refs := make([]string, 0, len(orphans))
-	for r := range orphans {
-		refs = append(refs, r)
-	}
-	slices.Sort(refs)
-	for _, r := range refs {
-		eng.Apply(&engine.Command{Kind: engine.KindDetach, Session: orphans[r].sid, At: now}, &fx)
+	for _, o := range eng.StableRefs().Orphans { // by ref
+		eng.Apply(&engine.Command{Kind: engine.KindDetach, Session: o.Session, At: now}, &fx)
 	}
 	for _, p := range parked {
 		if len(p.ops) == 0 {
@@ -76,7 +69,7 @@ func requeue(eng *engine.Engine, parked []parkedConn, conns map[uint64]engine.Se
 				return fmt.Errorf("parked requests of connection %#x: an op of kind %d for %#x", p.conn, op.Kind, op.Conn)
 			}
 			r := eng.Apply(&engine.Command{Kind: engine.KindRequest, Session: sid, At: now, Req: op.Req,
-				Readopt: readopt[p.conn]}, &fx)
+				Readopt: eng.Readopts(p.conn)}, &fx)
 			if !r.Blocked || len(fx.List) > 0 {
 				return fmt.Errorf("parked request of connection %#x runs: its session does not wait", p.conn)
 			}

@@ -104,6 +104,7 @@ type Engine struct {
 	sessions sessionTable
 	tenants  tenantTable // quotas' tenants by identity (tenant.go)
 	conns    connIndex   // a cluster's connections' sessions (conns.go)
+	refs     stableRefs  // a cluster's stable refs and orphans (stableref.go)
 	k0, k1   uint64      // TokenKey
 	draining atomic.Bool // after a drain: no request may start waiting
 	adv      advancer
