@@ -108,6 +108,10 @@ func (q *Queue[T]) Fill() *T {
 	return p
 }
 
+// FillAll marks every open place filled: one answer settles them all (a
+// demotion's error_not_leader: nothing the log owed will come).
+func (q *Queue[T]) FillAll() { q.open = 0 }
+
 // Next takes the oldest place if it is filled: its answer may leave, every
 // answer before it having left.
 func (q *Queue[T]) Next() (v T, ok bool) {

@@ -118,6 +118,11 @@ func TestQueueMatchesModel(t *testing.T) {
 			case op < 97:
 				q.DropOpen()
 				model = slices.DeleteFunc(model, func(p place) bool { return !p.filled })
+			case op < 98:
+				q.FillAll()
+				for i := range model {
+					model[i].filled = true
+				}
 			}
 			open := 0
 			for i, p := range model {
