@@ -23,12 +23,14 @@ import (
 // answers are owed, up to maxOwed of them; OFF's ordering promise holds
 // because a command sent after it applies after it.
 
-// godistlockOwed is a request whose answer is owed or being written.
+// godistlockOwed is a request whose answer is owed or being written. Its
+// fields go by size: a cluster member's session may hold maxOwed of them
+// (in owedRequest).
 type godistlockOwed struct {
-	op    parse.GodistlockOp
 	nonce []byte // a copy while owed
-	tag   uint32 // ON: its tag
 	fence uint64 // REFRESH: the fence it renews
+	tag   uint32 // ON: its tag
+	op    parse.GodistlockOp
 }
 
 // owes reports whether an owed ON of session s has tag.

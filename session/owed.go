@@ -95,9 +95,9 @@ func (s *Session) floodedWhileOwed(unparsed int) bool {
 // (godistlock_owed.go). One type for both codecs, so that a session has
 // one sequencer whichever it speaks.
 type owedRequest struct {
+	g  godistlockOwed
 	at timerwheel.Instant
 	op vocab.Op
-	g  godistlockOwed
 }
 
 // deliverOwed writes the oldest owed answer, or, for a demotion's
