@@ -7,7 +7,7 @@
 // the filled places at the head leave in order.
 //
 // The queue does not match an answer to its request by any id: the
-// applier's contract (session.Endpoint.Call) is that owed answers come in
+// applier's contract (session.Hub.Call) is that owed answers come in
 // the order of the calls that owe them, and the line protocol's answers
 // carry nothing to match on. So the filled places are always a prefix and
 // the open ones the rest, and an answer nobody is owed (a demotion's
