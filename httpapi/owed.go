@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/owed"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
@@ -15,15 +16,19 @@ import (
 
 // replies are the answers an HTTP session is owed (session.Endpoint): on
 // a single node the late answer of a request that waits, on a cluster
-// member one for each request or withdrawal it made, in log order. A
-// demotion's error_not_leader voids all that is owed (nothing submitted
-// before it will be answered); an answer nobody is owed (a demotion
-// notice with nothing in flight) is dropped. The session's turn makes one
-// call at a time use them.
+// member one for each request or withdrawal it made, in log order. They
+// are kept by the sequencer every protocol uses (internal/owed), under a
+// lock since the hub Posts from its own goroutines while the session's
+// caller waits on another: a place is reserved for each call that may owe
+// one, the answer fills it, and the caller takes it (next). A demotion's
+// error_not_leader voids all that is owed (nothing submitted before it
+// will be answered): it fills the oldest open place and the rest are
+// dropped; an answer nobody is owed (a demotion notice with nothing in
+// flight) is dropped. The session's turn makes one call at a time use
+// them.
 type replies struct {
 	mu   sync.Mutex
-	owed int
-	got  []engine.Result
+	owed owed.Queue[engine.Result]
 	wake chan struct{} // one slot: something arrived
 }
 
@@ -32,16 +37,15 @@ func newReplies() *replies { return &replies{wake: make(chan struct{}, 1)} }
 // post is the session's Post, from any goroutine.
 func (q *replies) post(r engine.Result) {
 	q.mu.Lock()
-	if q.owed == 0 {
+	p := q.owed.Fill()
+	if p == nil {
 		q.mu.Unlock()
 		return
 	}
+	*p = r
 	if r.Status == vocab.StatusErrorNotLeader {
-		q.owed = 0 // the engine never answers that: a demotion
-	} else {
-		q.owed--
+		q.owed.DropOpen() // the engine never answers that: a demotion
 	}
-	q.got = append(q.got, r)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -49,11 +53,11 @@ func (q *replies) post(r engine.Result) {
 	}
 }
 
-// expect counts an answer to come, before the call that may owe it (an
-// answer may arrive before the call returns).
+// expect reserves a place for an answer to come, before the call that
+// may owe it (an answer may arrive before the call returns).
 func (q *replies) expect() {
 	q.mu.Lock()
-	q.owed++
+	q.owed.Reserve(engine.Result{})
 	q.mu.Unlock()
 }
 
@@ -63,12 +67,12 @@ func (q *replies) expect() {
 func (q *replies) unexpect() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.owed > 0 {
-		q.owed--
+	if q.owed.Open() > 0 {
+		q.owed.Unreserve()
 		return
 	}
-	if n := len(q.got); n > 0 && q.got[n-1].Status == vocab.StatusErrorNotLeader {
-		q.got = q.got[:n-1]
+	if n := q.owed.Len(); n > 0 && q.owed.At(n-1).Status == vocab.StatusErrorNotLeader {
+		q.owed.Unreserve()
 	}
 }
 
@@ -76,7 +80,7 @@ func (q *replies) unexpect() {
 // that owed it away.
 func (q *replies) forgive() {
 	q.mu.Lock()
-	q.owed = 0
+	q.owed.DropOpen()
 	q.mu.Unlock()
 }
 
@@ -85,13 +89,11 @@ func (q *replies) forgive() {
 func (q *replies) next(ctx context.Context, gone <-chan struct{}) (engine.Result, ending) {
 	for {
 		q.mu.Lock()
-		if len(q.got) > 0 {
-			r := q.got[0]
-			q.got = append(q.got[:0], q.got[1:]...)
-			q.mu.Unlock()
+		r, ok := q.owed.Next()
+		q.mu.Unlock()
+		if ok {
 			return r, answered
 		}
-		q.mu.Unlock()
 		select {
 		case <-q.wake:
 		case <-ctx.Done():
@@ -116,7 +118,7 @@ func (q *replies) wait() engine.Result {
 func (q *replies) arrived() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.got)
+	return q.owed.Ready()
 }
 
 // do runs req for s and waits for its answer, whoever is waiting.

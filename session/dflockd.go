@@ -83,7 +83,7 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			break
 		}
 	}
-	if s.owed > 0 && !s.blocked {
+	if s.owed.Len() > 0 && !s.blocked {
 		// Parsing stopped at a frame that waits for what is owed
 		// (retry): nothing more is parsed until that has come.
 		s.blocked = true
@@ -143,7 +143,7 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 		err = parse.ErrUnknownCommand // e.g. ping under v1 and rf
 		req.Op = vocab.OpUnknown
 	}
-	if s.owed > 0 && s.answeredHere(req, err) {
+	if s.owed.Len() > 0 && s.answeredHere(req, err) {
 		s.retry = true
 		return out, false
 	}

@@ -20,7 +20,7 @@
 //	transport reads bytes → Session.Input → codec parses a frame → exec
 //	exec → applier.apply(cmd)
 //	  engine.Apply, effects routed          Replica.Submit: the batcher proposes it
-//	  answer now → reply written             → owed (s.owed++), parsing goes on
+//	  answer now → reply written             → owed (s.owed.Reserve), parsing goes on
 //	  or it waits → owed, parsing stops          up to maxOwed
 //	                                         entry applies: cluster.FSM runs it in the
 //	                                         replica's engine; Hub.Deliver → Post
@@ -34,9 +34,18 @@
 // order and the engine running those that reached it behind a wait after
 // that one ends, engine/queue.go), and so what input piling up and a peer's half-close mean
 // (owed.go). HTTP sessions are Endpoints on the same applier (Hub.Call).
-// A godistlock session hands its lock commands to the same applier; it
-// answers by nonce, not in order, so it keeps its own list of what is
-// owed (godistlock_owed.go) and parks each ON that waits under a tag.
+// A godistlock session hands its lock commands to the same applier and
+// parks each ON that waits under a tag (godistlock_owed.go).
+//
+// Owed answers, whichever the protocol, are kept in request order by one
+// sequencer, internal/owed's Queue: a place reserved when a request is
+// owed its answer, filled when the answer comes (the applier answers in
+// the order of the requests), leaving in order. A session holds one
+// (s.owed) for either codec; httpapi's sessions hold one each for their
+// callers. An answer a session could give at once while others are owed
+// does not overtake them: the line protocol parses its frame again once
+// they are written (retry); godistlock answers by nonce, so what it
+// answers itself (HELLO, STATS, a refusal) goes out at once.
 //
 // Concurrency: a Session's methods are called on its transport's
 // goroutine, one at a time, except Backlogged; other goroutines reach a

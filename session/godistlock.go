@@ -53,21 +53,18 @@ type godistlock struct {
 	// partial: a line has started and not ended; only then does the read
 	// deadline apply.
 	partial bool
-	// owed: on a cluster member, the requests whose answers the log
-	// owes, oldest first (godistlock_owed.go); full: parsing stopped at
-	// maxOwed of them.
-	owed []godistlockOwed
+	// full: on a cluster member, parsing stopped at maxOwed answers owed
+	// (the session's s.owed, godistlock_owed.go).
 	full bool
 }
 
 func newGodistlock() *godistlock { return &godistlock{parked: make(map[uint32][]byte)} }
 
-// newTag returns a non-zero tag no parked or owed ON of this session
-// uses.
-func (g *godistlock) newTag() uint32 {
+// newTag returns a non-zero tag no parked or owed ON of session s uses.
+func (g *godistlock) newTag(s *Session) uint32 {
 	for {
 		g.lastTag++
-		if _, used := g.parked[g.lastTag]; g.lastTag != 0 && !used && !g.owes(g.lastTag) {
+		if _, used := g.parked[g.lastTag]; g.lastTag != 0 && !used && !g.owes(s, g.lastTag) {
 			return g.lastTag
 		}
 	}
@@ -85,7 +82,7 @@ func (g *godistlock) input(s *Session, buf, out []byte, now timerwheel.Instant) 
 	more, over, stop := false, false, false
 	unsent := s.t.Unsent()
 	for !stop {
-		if len(g.owed) >= maxOwed {
+		if s.owed.Len() >= maxOwed {
 			g.stopFull(s) // godistlock_owed.go
 			break
 		}
@@ -163,7 +160,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 			if len(g.parked) >= maxGodistlockPending {
 				return parse.AppendGodistlockErr(out, r.Nonce, parse.ErrGodistlockPending), true
 			}
-			cmd.Tag = g.newTag()
+			cmd.Tag = g.newTag(s)
 		}
 	case parse.GodistlockRefresh:
 		cmd.Kind, cmd.Fence = engine.KindFenceRenew, r.Fence
@@ -183,7 +180,7 @@ func (g *godistlock) exec(s *Session, out []byte, r *parse.GodistlockRequest, no
 		// A cluster member: the answer comes when the log entry applies
 		// (godistlock_owed.go).
 		req.nonce = bytes.Clone(r.Nonce)
-		g.owed = append(g.owed, req)
+		s.owed.Reserve(owedRequest{g: req})
 		g.noteOwed(s)
 		return out, false
 	}

@@ -13,8 +13,9 @@ import (
 // the entry carrying the command applies. The log applies a connection's
 // commands in the order they were made and delivers their answers in
 // that order, marked engine.KindAnswer, among the late grants of the
-// session's waiting ONs (which carry their tags, unmarked): owed keeps
-// what each answer needs (the nonce, and REFRESH's fence), oldest first.
+// session's waiting ONs (which carry their tags, unmarked): the session's
+// sequencer, s.owed (owed.go), keeps what each answer needs (the nonce,
+// and REFRESH's fence), oldest first, as it does for a dflockd session.
 // A wait's answer is Blocked: the ON is parked under its tag, as on a
 // single node.
 //
@@ -22,31 +23,32 @@ import (
 // answers are owed, up to maxOwed of them; OFF's ordering promise holds
 // because a command sent after it applies after it.
 
-// godistlockOwed is a request whose answer is owed or being written.
+// godistlockOwed is a request whose answer is owed or being written. Its
+// fields go by size: a cluster member's session may hold maxOwed of them
+// (in owedRequest).
 type godistlockOwed struct {
-	op    parse.GodistlockOp
 	nonce []byte // a copy while owed
-	tag   uint32 // ON: its tag
 	fence uint64 // REFRESH: the fence it renews
+	tag   uint32 // ON: its tag
+	op    parse.GodistlockOp
 }
 
-// owes reports whether an owed ON has tag.
-func (g *godistlock) owes(tag uint32) bool {
-	for i := range g.owed {
-		if g.owed[i].tag == tag {
+// owes reports whether an owed ON of session s has tag.
+func (g *godistlock) owes(s *Session, tag uint32) bool {
+	for i := range s.owed.Len() {
+		if s.owed.At(i).g.tag == tag {
 			return true
 		}
 	}
 	return false
 }
 
-// noteOwed counts a request just owed in s.owed too, as a dflockd
-// session does (owed.go), so that a peer's half-close waits for the
-// answers (Session.PeerClosed) and the close the session then proposes
-// applies behind the requests. A transport that would close at once on
-// the peer's EOF is not read meanwhile (Transport.HalfOpen), as there.
+// noteOwed follows a request just owed: held in s.owed, as a dflockd
+// session's are (owed.go), a peer's half-close waits for its answer
+// (Session.PeerClosed) and the close the session then proposes applies
+// behind the requests. A transport that would close at once on the
+// peer's EOF is not read meanwhile (Transport.HalfOpen), as there.
 func (g *godistlock) noteOwed(s *Session) {
-	s.owed++
 	if !s.readOff && !s.t.HalfOpen() {
 		s.pauseWhileBlocked()
 	}
@@ -76,14 +78,12 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		}
 		return true
 	case r.Kind == engine.KindAnswer:
-		if len(g.owed) == 0 {
+		if s.owed.Fill() == nil {
 			return true // cannot happen: one answer per command
 		}
-		q := g.owed[0]
-		g.owed = slices.Delete(g.owed, 0, 1)
-		s.owed--
+		o, _ := s.owed.Next()
 		sc := s.t.Scratch()
-		out, stop := g.answer(s, sc.Out[:0], &q, r)
+		out, stop := g.answer(s, sc.Out[:0], &o.g, r)
 		if len(out) > 0 {
 			s.write(out)
 		}
@@ -94,7 +94,7 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		}
 		wake := g.full
 		g.full = false
-		if len(g.owed) == 0 || s.t.HalfOpen() {
+		if s.owed.Len() == 0 || s.t.HalfOpen() {
 			s.resumeAfterBlocked() // read again (noteOwed, stopFull)
 		}
 		if wake {
@@ -102,13 +102,14 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		}
 		return true
 	case r.Status == vocab.StatusErrorNotLeader:
-		if len(g.owed) == 0 && len(g.parked) == 0 {
+		if s.owed.Len() == 0 && len(g.parked) == 0 {
 			return true // owed nothing: its next command learns it
 		}
 		sc := s.t.Scratch()
 		out := sc.Out[:0]
-		for _, q := range g.owed {
-			out = parse.AppendGodistlockErr(out, q.nonce, parse.ErrGodistlockNotLeader)
+		s.owed.FillAll()
+		for o, ok := s.owed.Next(); ok; o, ok = s.owed.Next() {
+			out = parse.AppendGodistlockErr(out, o.g.nonce, parse.ErrGodistlockNotLeader)
 		}
 		tags := make([]uint32, 0, len(g.parked))
 		for t := range g.parked {
@@ -118,7 +119,7 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		for _, t := range tags {
 			out = parse.AppendGodistlockErr(out, g.parked[t], parse.ErrGodistlockNotLeader)
 		}
-		g.owed, g.parked, s.owed = g.owed[:0], map[uint32][]byte{}, 0
+		g.parked = map[uint32][]byte{}
 		s.write(out)
 		sc.Out = out[:0]
 		s.t.Close()

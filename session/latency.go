@@ -143,54 +143,12 @@ func (s *Session) observeAnswered(sc *Scratch, at timerwheel.Instant) {
 	a.ops = a.ops[:0]
 }
 
-// owedRequest is a request whose answer is owed: its command and when
-// it arrived.
-type owedRequest struct {
-	at timerwheel.Instant
-	op vocab.Op
-}
-
-// owedLatency is a session's FIFO of owed requests, a ring as long as
-// what may be owed at once: one on a single node, held inline, maxOwed
-// on a cluster member, allocated at its first owed answer.
-type owedLatency struct {
-	inline     [1]owedRequest
-	ring       []owedRequest
-	head, size int
-}
-
-// noteOwed records a request whose answer is owed, in the order they
-// will be answered.
-func (s *Session) noteOwed(op vocab.Op, at timerwheel.Instant) {
-	if s.t.Scratch().Counters == nil {
+// observeOwed observes the latency of owed request q, answered now (c:
+// the transport's counters, nil if it keeps none).
+func (s *Session) observeOwed(c *Counters, q *owedRequest, now timerwheel.Instant) {
+	if c == nil {
 		return
 	}
-	q := &s.owedLat
-	if q.ring == nil {
-		q.ring = q.inline[:]
-		if s.hub.app.pipelined() {
-			q.ring = make([]owedRequest, maxOwed)
-		}
-	}
-	if q.size == len(q.ring) {
-		return // cannot happen while owed ≤ maxOwed; unmeasured if it did
-	}
-	q.ring[(q.head+q.size)%len(q.ring)] = owedRequest{at: at, op: op}
-	q.size++
-}
-
-// observeOwed observes the n oldest owed requests, answered now.
-func (s *Session) observeOwed(n int) {
-	c, q := s.t.Scratch().Counters, &s.owedLat
-	if c == nil || q.size == 0 {
-		return
-	}
-	now := s.hub.clock.Now()
-	for range min(n, q.size) {
-		r := q.ring[q.head]
-		d := max(now-r.at, 0)
-		c.latency[r.op].observe(latencyBucket(d), 1, d)
-		q.head = (q.head + 1) % len(q.ring)
-		q.size--
-	}
+	d := max(now-q.at, 0)
+	c.latency[q.op].observe(latencyBucket(d), 1, d)
 }

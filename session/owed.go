@@ -2,12 +2,15 @@ package session
 
 import (
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
 
 // Answers owed. A session hands each request to the hub's applier and
 // gets its answer now, or is owed it; owed answers come back through the
-// transport's Post in the order of the requests, and s.owed counts them.
+// transport's Post in the order of the requests, and s.owed, the one
+// sequencer of owed answers (internal/owed), keeps a place for each, in
+// that order, with what its answer needs when it comes (owedRequest).
 // A frame the session would answer itself (ping, stats, a refusal) must
 // not overtake them: it is parsed again once they are written (retry).
 // How far a session parses ahead of what it is owed is the applier's
@@ -22,15 +25,14 @@ func (s *Session) applyRequest(cmd *engine.Command, r *engine.Result) (done bool
 	sc := s.t.Scratch()
 	receivers, done := s.hub.app.apply(cmd, &sc.Fx, r)
 	if !done {
-		s.owed++
-		s.noteOwed(cmd.Req.Op, cmd.At)
+		s.owed.Reserve(owedRequest{at: cmd.At, op: cmd.Req.Op})
 		switch {
 		case !s.hub.app.pipelined():
 			s.blocked = true
 			if !readsWhileBlocked(s.hub.cfg.Profile) {
 				s.pauseWhileBlocked()
 			}
-		case s.owed >= maxOwed:
+		case s.owed.Len() >= maxOwed:
 			s.blocked = true
 		}
 		if s.hub.app.pipelined() && !s.readOff && !s.t.HalfOpen() {
@@ -41,7 +43,7 @@ func (s *Session) applyRequest(cmd *engine.Command, r *engine.Result) (done bool
 		}
 		return false
 	}
-	if s.owed > 0 {
+	if s.owed.Len() > 0 {
 		// Answered here (error_not_leader: the member stopped leading),
 		// it would overtake what is owed: it runs again after that.
 		s.retry = true
@@ -87,6 +89,17 @@ func (s *Session) floodedWhileOwed(unparsed int) bool {
 	return false
 }
 
+// owedRequest is what the answer of an owed request needs when it comes:
+// for the line protocol, when it arrived and its command (its latency,
+// latency.go); for godistlock, its nonce and what it asked
+// (godistlock_owed.go). One type for both codecs, so that a session has
+// one sequencer whichever it speaks.
+type owedRequest struct {
+	g  godistlockOwed
+	at timerwheel.Instant
+	op vocab.Op
+}
+
 // deliverOwed writes the oldest owed answer, or, for a demotion's
 // error_not_leader, answers everything owed with it (nothing before it
 // will come any more); parsing resumes once nothing is owed.
@@ -101,30 +114,34 @@ func (s *Session) deliverOwed(r *engine.Result, rf bool) {
 		}
 		return
 	}
-	if s.owed == 0 {
+	if s.owed.Open() == 0 {
 		return // a demotion notice for a session owed nothing
 	}
-	n := 1
 	if r.Status == vocab.StatusErrorNotLeader {
-		n = s.owed // the engine never answers that: a demotion
+		s.owed.FillAll() // the engine never answers that: a demotion
+	} else {
+		s.owed.Fill()
 	}
 	s.flushPushes()
 	sc := s.t.Scratch()
 	out := sc.Out[:0]
-	for range n {
+	var now timerwheel.Instant
+	if sc.Counters != nil {
+		now = s.hub.clock.Now() // before the write, as Input does
+	}
+	for q, ok := s.owed.Next(); ok; q, ok = s.owed.Next() {
 		s.countReply(r.Status)
 		out = appendResult(out, r, rf)
+		s.observeOwed(sc.Counters, &q, now)
 	}
-	s.observeOwed(n) // before the write, as Input does
 	s.write(out)
 	sc.Out = out[:0]
-	s.owed -= n
 	switch {
-	case s.owed == 0 && s.peerGone:
+	case s.owed.Len() == 0 && s.peerGone:
 		s.t.Close() // all answered (a demotion); nobody reads on
-	case s.owed == 0 && s.blocked:
+	case s.owed.Len() == 0 && s.blocked:
 		s.unblock(s.hub.clock.Now())
-	case s.owed == 0:
+	case s.owed.Len() == 0:
 		s.resumeAfterBlocked() // if it stopped reading (applyRequest)
 	}
 }
@@ -141,7 +158,7 @@ func (s *Session) deliverOwed(r *engine.Result, rf bool) {
 // session owes only the answer of a request that waits, which the close
 // withdraws: the transport closes at once.
 func (s *Session) PeerClosed() bool {
-	if !s.hub.app.pipelined() || s.owed == 0 || s.closed || s.peerGone {
+	if !s.hub.app.pipelined() || s.owed.Len() == 0 || s.closed || s.peerGone {
 		return false
 	}
 	s.peerGone = true
@@ -151,7 +168,7 @@ func (s *Session) PeerClosed() bool {
 
 // Owed is the number of answers the session is owed. On its transport's
 // goroutine.
-func (s *Session) Owed() int { return s.owed }
+func (s *Session) Owed() int { return s.owed.Len() }
 
 // HoldInput is called by a transport that reads on while answers are owed
 // (HalfOpen) but, reading its peer's EOF, keeps only what it has not yet
@@ -160,7 +177,7 @@ func (s *Session) Owed() int { return s.owed }
 // and a half-close meanwhile comes through PeerClosed, as for any paused
 // transport.
 func (s *Session) HoldInput() {
-	if s.owed > 0 && !s.readOff && !s.closed && !s.peerGone {
+	if s.owed.Len() > 0 && !s.readOff && !s.closed && !s.peerGone {
 		s.pauseWhileBlocked()
 	}
 }

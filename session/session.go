@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/internal/owed"
 	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/timerwheel"
@@ -59,9 +60,10 @@ type Session struct {
 	paused       bool
 	pauseRecheck int64 // ms between drain checks while paused
 	readOff      bool  // v1: reading stopped while a request waits (v1.go)
-	// owed counts the answers the applier owes this session (owed.go);
-	// retry is set by exec for a frame that must wait for them.
-	owed  int
+	// owed holds a place for each answer the applier owes this session,
+	// in request order (owed.go); retry is set by exec for a frame that
+	// must wait for them.
+	owed  owed.Queue[owedRequest]
 	retry bool
 	// peerGone: the peer's input ended while answers were owed; the
 	// session waits for them, then closes (PeerClosed).
@@ -75,11 +77,9 @@ type Session struct {
 	pendingAuth *pendingAuth
 
 	// noted is the command of the request exec is running, noted as
-	// answered in this read while noting; owedLat is when the requests
-	// whose answers are owed arrived (latency.go).
-	noted   vocab.Op
-	noting  bool
-	owedLat owedLatency
+	// answered in this read while noting (latency.go).
+	noted  vocab.Op
+	noting bool
 
 	// With a policy (acl.go): the connection's identity, the policy it
 	// was looked up in, and its identity's usage; ident nil = no policy.
