@@ -15,9 +15,14 @@ transport=$(awk '/^type Transport interface/{on=1; next} on && /^}/{exit} on && 
 #    package (tests excluded).
 calls=$(cat $(src session/*.go) | grep -o '\bs\.t\.[A-Z][A-Za-z]*(' | wc -l)
 
-# 3. Sequencers of owed answers: the files that keep a connection's
-#    answers in request order while some are owed.
-sequencers=$(src session/*owed*.go httpapi/*owed*.go internal/*/owed*.go | wc -l)
+# 3. Sequencers of owed answers: what keeps a connection's answers in
+#    request order while some are owed. The one generic queue
+#    (internal/owed), plus the hand-written FIFOs each transport had
+#    before it: the line protocol's owed count with its latency ring,
+#    godistlock's slice of owed answers, HTTP's slice of results.
+generic=$(cat $(src internal/owed/*.go) 2>/dev/null | grep -c '^type Queue\[T any\] struct' || true)
+handwritten=$(cat $(src session/*.go httpapi/*.go) | grep -c -E '^type owedLatency struct|^	owed +\[\]godistlockOwed|^	got +\[\]engine\.Result' || true)
+sequencers=$((generic + handwritten))
 
 # 4. Mode checks outside the appliers (session/local.go, replicated.go,
 #    applier.go): calls of pipelined() and HalfOpen(), and the request
