@@ -25,6 +25,15 @@
 // end (renewable and releasable by token). Results reach the node's own
 // connections through its Output; followers deliver nothing.
 //
+// What replicas must agree on is the engine's state, snapshotted and in
+// the digest: which session each connection has (engine/conns.go), the
+// stable refs and orphans (engine/stableref.go), the requests queued
+// behind a wait (engine/queue.go) and the tenants that quotas count in
+// (engine/tenant.go, through OpTenant). The FSM holds no copy of them: it
+// decodes entries, orders the engine commands they call for, delivers the
+// results to this node's connections, and writes its snapshot's sections
+// in their formats from the engine's state.
+//
 // Backups (backup.go). The leader captures the FSM's snapshot at its
 // applied index into a snapshot file (package snapfile); a restore makes
 // it the raft snapshot of a new cluster's members, and that cluster's
