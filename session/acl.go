@@ -264,12 +264,20 @@ func (s *Session) deny(out []byte) []byte {
 	return parse.AppendStatus(out, vocab.StatusErrorDenied)
 }
 
+// rateBurst is how much of its rate an identity may send at once (the
+// GCRA's burst tolerance, plus the one request every rate allows): 50 ms
+// worth, at least one request. A tenant over its rate is then spread out
+// at its rate, arriving in runs of at most 50 ms worth, where a second's
+// worth at once (2,000 requests at rate=2000) would queue ahead of every
+// other tenant's next request on the loop.
+const rateBurst = 50 * time.Millisecond
+
 // pace takes one request from the identity's rate (a GCRA with a burst of
-// one second's worth) and returns how long to wait before running it: 0
+// rateBurst's worth) and returns how long to wait before running it: 0
 // when it may run now.
 func (u *Usage) pace(rate int64, now timerwheel.Instant) time.Duration {
 	interval := int64(time.Second) / rate
-	burst := int64(time.Second) - interval // tolerance: one second's worth at once
+	burst := max(int64(rateBurst), interval) - interval // tolerance: rateBurst's worth at once
 	for {
 		tat := u.tat.Load()
 		t := max(tat, int64(now))

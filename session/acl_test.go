@@ -188,11 +188,11 @@ func TestPolicyConnsQuota(t *testing.T) {
 	}
 }
 
-// The rate quota paces: requests past the identity's rate wait, unread,
-// until its bucket refills, then are all answered in order; none is
-// refused.
+// The rate quota paces: requests past the identity's burst (50 ms worth
+// of its rate) wait, unread, until its bucket refills, then are all
+// answered in order; none is refused.
 func TestPolicyRatePaces(t *testing.T) {
-	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2)
 	c := fs.open()
 	c.pausable = true
 	fs.traffic(c, request("auth", "_", "tok-a"))
@@ -202,7 +202,7 @@ func TestPolicyRatePaces(t *testing.T) {
 	}
 	got := fs.traffic(c, in.String())
 	if n := strings.Count(got, "\n"); n != 10 {
-		t.Fatalf("answered %d of 25 at once, want the burst of 10: %q", n, got)
+		t.Fatalf("answered %d of 25 at once, want the burst of 10 (50 ms at 200 a second): %q", n, got)
 	}
 	if !c.readPaused {
 		t.Fatal("reading not paused while paced")
@@ -219,6 +219,21 @@ func TestPolicyRatePaces(t *testing.T) {
 	}
 	if c.closed {
 		t.Fatal("pacing closed the connection")
+	}
+}
+
+// A rate slower than one request per 50 ms has a burst of one request.
+func TestPolicyRateBurstOfOne(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	if got := fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 3)); got != "ok 1\n" {
+		t.Fatalf("at once: %q, want one reply", got)
+	}
+	fs.runTimers(100 * time.Millisecond)
+	if got := string(c.out); !strings.HasSuffix(got, "ok 1\nok 2\n") {
+		t.Fatalf("100 ms later: %q, want the second reply", got)
 	}
 }
 
