@@ -274,18 +274,22 @@ const rateBurst = 50 * time.Millisecond
 
 // pace takes one request from the identity's rate (a GCRA with a burst of
 // rateBurst's worth) and returns how long to wait before running it: 0
-// when it may run now.
+// when it may run now. A request that must wait is given its turn now
+// (the theoretical arrival time moves on as for one run at once), and
+// the caller runs it when the wait is over without asking again: the
+// identity's paced connections then wait in line, each woken at its own
+// turn, instead of all waking at the same moment to contend for the one
+// request the rate allows then, the others pausing again, every time.
+// Each connection holds at most one turn ahead (its next request), so the
+// turns given ahead are bounded by the identity's connections.
 func (u *Usage) pace(rate int64, now timerwheel.Instant) time.Duration {
 	interval := int64(time.Second) / rate
 	burst := max(int64(rateBurst), interval) - interval // tolerance: rateBurst's worth at once
 	for {
 		tat := u.tat.Load()
 		t := max(tat, int64(now))
-		if wait := t - int64(now) - burst; wait > 0 {
-			return time.Duration(wait)
-		}
 		if u.tat.CompareAndSwap(tat, t+interval) {
-			return 0
+			return time.Duration(max(t-int64(now)-burst, 0))
 		}
 	}
 }
@@ -340,10 +344,15 @@ func (l *refusalLog) list() []Refusal {
 
 // overRate reports whether the session's identity is over its rate: the
 // session is then paced, reading nothing until its turn (endPace), so a
-// flood costs the server a timer, not a reply per request.
+// flood costs the server a timer, not a reply per request. The request
+// that waited has its turn (pace): it runs then without asking again.
 func (s *Session) overRate(now timerwheel.Instant) bool {
 	rate := s.ident.Quota.Rate
 	if rate <= 0 {
+		return false
+	}
+	if s.paceTurn {
+		s.paceTurn = false // the request that waited: its turn came
 		return false
 	}
 	wait := s.usage.pace(rate, now)
@@ -352,7 +361,7 @@ func (s *Session) overRate(now timerwheel.Instant) bool {
 	}
 	s.usage.QuotaExceeded[QuotaRate].Add(1)
 	ms := (int64(wait) + int64(time.Millisecond) - 1) / int64(time.Millisecond)
-	s.paced = true
+	s.paced, s.paceTurn = true, true
 	s.paceUntil = now.After(ms)
 	s.t.PauseRead()
 	s.t.SetTimer(s.paceUntil)

@@ -222,6 +222,41 @@ func TestPolicyRatePaces(t *testing.T) {
 	}
 }
 
+// An identity's paced connections wait in line: each is woken at its own
+// turn, in the order they were paced, not all at once to contend for the
+// one request the rate allows then (the one woken first winning it).
+func TestPolicyRatePacedConnectionsWaitInLine(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=20\n", vocab.ProfileV2) // one per 50 ms
+	a, b := fs.open(), fs.open()
+	for _, c := range []*fakeConn{a, b} {
+		c.pausable = true
+		if got := fs.traffic(c, request("auth", "_", "tok-a")); got != "ok\n" {
+			t.Fatal(got)
+		}
+	}
+	if got := fs.traffic(a, request("incr", "n", "1")); got != "ok 1\n" {
+		t.Fatalf("a's first: %q", got)
+	}
+	if got := fs.traffic(b, request("incr", "n", "1")); got != "" {
+		t.Fatalf("b, past the rate: %q, want it paced", got)
+	}
+	if got := fs.traffic(a, request("incr", "n", "1")); got != "" {
+		t.Fatalf("a's second, past the rate: %q, want it paced", got)
+	}
+	aMark, bMark, aWakes := len(a.out), len(b.out), a.wakes
+	fs.runTimers(50 * time.Millisecond)
+	if got := string(b.out[bMark:]); got != "ok 2\n" {
+		t.Fatalf("50 ms on, b (paced first): %q, want its turn", got)
+	}
+	if got := string(a.out[aMark:]); got != "" || a.wakes != aWakes {
+		t.Fatalf("50 ms on, a (paced second): %q, %d wakes: want it still waiting, not woken", got, a.wakes-aWakes)
+	}
+	fs.runTimers(50 * time.Millisecond)
+	if got := string(a.out[aMark:]); got != "ok 3\n" {
+		t.Fatalf("100 ms on, a: %q, want its turn", got)
+	}
+}
+
 // A rate slower than one request per 50 ms has a burst of one request.
 func TestPolicyRateBurstOfOne(t *testing.T) {
 	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)

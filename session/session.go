@@ -84,7 +84,9 @@ type Session struct {
 	// With a policy (acl.go): the connection's identity, the policy it
 	// was looked up in, and its identity's usage; ident nil = no policy.
 	// who is ident for other goroutines (the observatory). paced: the
-	// identity is over its rate, and reading waits until paceUntil.
+	// identity is over its rate, and reading waits until paceUntil;
+	// paceTurn: the next request has its turn from the rate (taken when
+	// it was paced).
 	ident     *policy.Identity
 	identPol  *policy.Policy
 	resume    *policy.Resume // where its last check's walk branched (nil: every permission)
@@ -92,6 +94,7 @@ type Session struct {
 	usage     *Usage
 	who       atomic.Pointer[policy.Identity]
 	paced     bool
+	paceTurn  bool
 	paceUntil timerwheel.Tick
 }
 
