@@ -363,23 +363,41 @@ func (s *Session) overRate(now timerwheel.Instant) bool {
 	ms := (int64(wait) + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 	s.paced, s.paceTurn = true, true
 	s.paceUntil = now.After(ms)
-	s.t.PauseRead()
+	if !s.paceReadOff {
+		// Paused until what waits is served (endPacedRead), unless
+		// output waits too: the transport then reads again by itself
+		// once it has drained, and endPace resumes at each turn, as
+		// this pauses at each wait (sent notes output queued later).
+		s.paceReadOff = s.t.PauseRead() && s.t.Unsent() == 0
+	}
 	s.t.SetTimer(s.paceUntil)
 	return true
 }
 
-// endPace resumes a paced session whose turn came; it reports whether the
-// transport should serve the input that waited.
+// endPace ends the wait of a paced session whose turn came; it reports
+// whether the transport should serve the input that waited. Reading stays
+// paused until that input is served (paceReadOff, endPacedRead): a
+// session with more waiting than its turn is paced again at once, and
+// its reading then costs no resume and pause in between.
 func (s *Session) endPace(now timerwheel.Instant) bool {
 	if !now.Passed(s.paceUntil) {
 		return false
 	}
 	s.paced = false
-	if !s.paused && !s.readOff {
+	if !s.paceReadOff && !s.paused && !s.readOff {
 		s.t.ResumeRead()
 	}
 	s.deadline = now.After(s.hub.rtMs) // not read meanwhile
 	return true
+}
+
+// endPacedRead reads again once a session's pacing is over and what
+// waited has been served, unless something else keeps reading paused.
+func (s *Session) endPacedRead() {
+	s.paceReadOff = false
+	if !s.paused && !s.readOff {
+		s.t.ResumeRead()
+	}
 }
 
 // scopeStats is the stats document an identity may see: the entries of

@@ -257,6 +257,52 @@ func TestPolicyRatePacedConnectionsWaitInLine(t *testing.T) {
 	}
 }
 
+// A paced connection with more input than its turn stays unread from the
+// pause to the end of what waited: it is not resumed at each turn only to
+// be paused again at the next request (two epoll_ctl calls a turn).
+func TestPolicyRatePacedReadingResumesOnce(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2) // burst 10, then one per 5 ms
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 25))
+	if !c.readPaused {
+		t.Fatal("reading not paused while paced")
+	}
+	for i := 0; strings.Count(string(c.out), "\n") < 26; i++ { // the auth's ok and 25 replies
+		if i == 100 {
+			t.Fatalf("not all answered: %q", c.out)
+		}
+		if !c.readPaused || c.resumes != 0 {
+			t.Fatalf("with %d replies: reading paused %v, resumed %d times; want paused until all are answered",
+				strings.Count(string(c.out), "\n")-1, c.readPaused, c.resumes)
+		}
+		fs.runTimers(5 * time.Millisecond)
+	}
+	if c.readPaused || c.resumes != 1 {
+		t.Fatalf("all answered: reading paused %v, resumed %d times; want resumed once", c.readPaused, c.resumes)
+	}
+}
+
+// A paced connection whose replies wait unsent is resumed at each turn,
+// as before: the transport reads again by itself once its output drains,
+// so reading cannot be left paused across turns.
+func TestPolicyRatePacedWithOutputWaitingResumesEachTurn(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2)
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	c.stalled = true
+	fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 25))
+	if !c.readPaused || c.Unsent() == 0 {
+		t.Fatalf("paused %v, %d bytes unsent: want paced with its replies waiting", c.readPaused, c.Unsent())
+	}
+	fs.runTimers(5 * time.Millisecond)
+	if c.resumes != 1 || !c.readPaused {
+		t.Fatalf("after a turn: resumed %d times, paused %v; want resumed at the turn, paused again", c.resumes, c.readPaused)
+	}
+}
+
 // A rate slower than one request per 50 ms has a burst of one request.
 func TestPolicyRateBurstOfOne(t *testing.T) {
 	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)

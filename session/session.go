@@ -86,16 +86,17 @@ type Session struct {
 	// who is ident for other goroutines (the observatory). paced: the
 	// identity is over its rate, and reading waits until paceUntil;
 	// paceTurn: the next request has its turn from the rate (taken when
-	// it was paced).
-	ident     *policy.Identity
-	identPol  *policy.Policy
-	resume    *policy.Resume // where its last check's walk branched (nil: every permission)
-	byCert    bool           // ident came from the client's certificate
-	usage     *Usage
-	who       atomic.Pointer[policy.Identity]
-	paced     bool
-	paceTurn  bool
-	paceUntil timerwheel.Tick
+	// it was paced); paceReadOff: pacing paused reading, not resumed yet.
+	ident       *policy.Identity
+	identPol    *policy.Policy
+	resume      *policy.Resume // where its last check's walk branched (nil: every permission)
+	byCert      bool           // ident came from the client's certificate
+	usage       *Usage
+	who         atomic.Pointer[policy.Identity]
+	paced       bool
+	paceTurn    bool
+	paceReadOff bool
+	paceUntil   timerwheel.Tick
 }
 
 // codec is a wire protocol of a Session.
@@ -135,6 +136,9 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 	sc := s.t.Scratch()
 	now := s.hub.clock.Now() // one reading for the whole read batch
 	n, out, more, stop := s.codec.input(s, buf, sc.Out[:0], now)
+	if s.paceReadOff && !s.paced {
+		s.endPacedRead() // what waited for its turn is served
+	}
 	if len(sc.answered.ops) > 0 && sc.Counters != nil {
 		// Before the write: a client that has read its reply finds
 		// the request in /metrics.
@@ -182,6 +186,9 @@ func (s *Session) Flushed() {
 // taken starts the write deadline.
 func (s *Session) sent() {
 	s.noteUnsent()
+	if s.paceReadOff && s.t.Unsent() > 0 {
+		s.paceReadOff = false // the transport reads again once it drains (overRate)
+	}
 	if s.writeDeadline == 0 && s.hub.wtMs > 0 {
 		if unsent := s.t.Unsent(); unsent > 0 {
 			s.writeDeadline = s.hub.clock.Now().After(s.hub.wtMs)
