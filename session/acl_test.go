@@ -297,9 +297,41 @@ func TestPolicyRatePacedWithOutputWaitingResumesEachTurn(t *testing.T) {
 	if !c.readPaused || c.Unsent() == 0 {
 		t.Fatalf("paused %v, %d bytes unsent: want paced with its replies waiting", c.readPaused, c.Unsent())
 	}
-	fs.runTimers(5 * time.Millisecond)
+	for i := 0; i < 20 && c.resumes == 0; i++ {
+		fs.runTimers(time.Millisecond)
+	}
 	if c.resumes != 1 || !c.readPaused {
 		t.Fatalf("after a turn: resumed %d times, paused %v; want resumed at the turn, paused again", c.resumes, c.readPaused)
+	}
+}
+
+// A paced connection takes the turns of up to 10 ms worth of the requests
+// it has buffered at once, and is woken once for them, when the last is
+// due: at 2,000 a second, runs of 20 every 10 ms, not one or two at every
+// millisecond.
+func TestPolicyRatePacesInBatches(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=2000\n", vocab.ProfileV2) // burst 100
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	got := fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 150))
+	if n := strings.Count(got, "\n"); n != 100 {
+		t.Fatalf("answered %d at once, want the burst of 100", n)
+	}
+	for run := range 2 {
+		mark, wakes := len(c.out), c.wakes
+		fs.runTimers(9 * time.Millisecond)
+		if n := strings.Count(string(c.out[mark:]), "\n"); n != 0 || c.wakes != wakes {
+			t.Fatalf("run %d: %d answered, %d wakes 9 ms on: want none before the batch's last turn", run, n, c.wakes-wakes)
+		}
+		fs.runTimers(time.Millisecond)
+		if n := strings.Count(string(c.out[mark:]), "\n"); n != 20 || c.wakes != wakes+1 {
+			t.Fatalf("run %d: %d answered, %d wakes 10 ms on: want the batch of 20 at one wake", run, n, c.wakes-wakes)
+		}
+	}
+	fs.runTimers(10 * time.Millisecond)
+	if n := strings.Count(string(c.out), "\n"); n != 151 {
+		t.Fatalf("%d replies, want the auth's and 150", n)
 	}
 }
 

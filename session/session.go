@@ -85,8 +85,9 @@ type Session struct {
 	// was looked up in, and its identity's usage; ident nil = no policy.
 	// who is ident for other goroutines (the observatory). paced: the
 	// identity is over its rate, and reading waits until paceUntil;
-	// paceTurn: the next request has its turn from the rate (taken when
-	// it was paced); paceReadOff: pacing paused reading, not resumed yet.
+	// paceTurns: the next requests that have their turns from the rate
+	// (taken when paced); paceReadOff: pacing paused reading, not
+	// resumed yet.
 	ident       *policy.Identity
 	identPol    *policy.Policy
 	resume      *policy.Resume // where its last check's walk branched (nil: every permission)
@@ -94,7 +95,7 @@ type Session struct {
 	usage       *Usage
 	who         atomic.Pointer[policy.Identity]
 	paced       bool
-	paceTurn    bool
+	paceTurns   int
 	paceReadOff bool
 	paceUntil   timerwheel.Tick
 }
