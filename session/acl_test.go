@@ -188,11 +188,11 @@ func TestPolicyConnsQuota(t *testing.T) {
 	}
 }
 
-// The rate quota paces: requests past the identity's rate wait, unread,
-// until its bucket refills, then are all answered in order; none is
-// refused.
+// The rate quota paces: requests past the identity's burst (50 ms worth
+// of its rate) wait, unread, until its bucket refills, then are all
+// answered in order; none is refused.
 func TestPolicyRatePaces(t *testing.T) {
-	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2)
 	c := fs.open()
 	c.pausable = true
 	fs.traffic(c, request("auth", "_", "tok-a"))
@@ -202,7 +202,7 @@ func TestPolicyRatePaces(t *testing.T) {
 	}
 	got := fs.traffic(c, in.String())
 	if n := strings.Count(got, "\n"); n != 10 {
-		t.Fatalf("answered %d of 25 at once, want the burst of 10: %q", n, got)
+		t.Fatalf("answered %d of 25 at once, want the burst of 10 (50 ms at 200 a second): %q", n, got)
 	}
 	if !c.readPaused {
 		t.Fatal("reading not paused while paced")
@@ -219,6 +219,134 @@ func TestPolicyRatePaces(t *testing.T) {
 	}
 	if c.closed {
 		t.Fatal("pacing closed the connection")
+	}
+}
+
+// An identity's paced connections wait in line: each is woken at its own
+// turn, in the order they were paced, not all at once to contend for the
+// one request the rate allows then (the one woken first winning it).
+func TestPolicyRatePacedConnectionsWaitInLine(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=20\n", vocab.ProfileV2) // one per 50 ms
+	a, b := fs.open(), fs.open()
+	for _, c := range []*fakeConn{a, b} {
+		c.pausable = true
+		if got := fs.traffic(c, request("auth", "_", "tok-a")); got != "ok\n" {
+			t.Fatal(got)
+		}
+	}
+	if got := fs.traffic(a, request("incr", "n", "1")); got != "ok 1\n" {
+		t.Fatalf("a's first: %q", got)
+	}
+	if got := fs.traffic(b, request("incr", "n", "1")); got != "" {
+		t.Fatalf("b, past the rate: %q, want it paced", got)
+	}
+	if got := fs.traffic(a, request("incr", "n", "1")); got != "" {
+		t.Fatalf("a's second, past the rate: %q, want it paced", got)
+	}
+	aMark, bMark, aWakes := len(a.out), len(b.out), a.wakes
+	fs.runTimers(50 * time.Millisecond)
+	if got := string(b.out[bMark:]); got != "ok 2\n" {
+		t.Fatalf("50 ms on, b (paced first): %q, want its turn", got)
+	}
+	if got := string(a.out[aMark:]); got != "" || a.wakes != aWakes {
+		t.Fatalf("50 ms on, a (paced second): %q, %d wakes: want it still waiting, not woken", got, a.wakes-aWakes)
+	}
+	fs.runTimers(50 * time.Millisecond)
+	if got := string(a.out[aMark:]); got != "ok 3\n" {
+		t.Fatalf("100 ms on, a: %q, want its turn", got)
+	}
+}
+
+// A paced connection with more input than its turn stays unread from the
+// pause to the end of what waited: it is not resumed at each turn only to
+// be paused again at the next request (two epoll_ctl calls a turn).
+func TestPolicyRatePacedReadingResumesOnce(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2) // burst 10, then one per 5 ms
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 25))
+	if !c.readPaused {
+		t.Fatal("reading not paused while paced")
+	}
+	for i := 0; strings.Count(string(c.out), "\n") < 26; i++ { // the auth's ok and 25 replies
+		if i == 100 {
+			t.Fatalf("not all answered: %q", c.out)
+		}
+		if !c.readPaused || c.resumes != 0 {
+			t.Fatalf("with %d replies: reading paused %v, resumed %d times; want paused until all are answered",
+				strings.Count(string(c.out), "\n")-1, c.readPaused, c.resumes)
+		}
+		fs.runTimers(5 * time.Millisecond)
+	}
+	if c.readPaused || c.resumes != 1 {
+		t.Fatalf("all answered: reading paused %v, resumed %d times; want resumed once", c.readPaused, c.resumes)
+	}
+}
+
+// A paced connection whose replies wait unsent is resumed at each turn,
+// as before: the transport reads again by itself once its output drains,
+// so reading cannot be left paused across turns.
+func TestPolicyRatePacedWithOutputWaitingResumesEachTurn(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=200\n", vocab.ProfileV2)
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	c.stalled = true
+	fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 25))
+	if !c.readPaused || c.Unsent() == 0 {
+		t.Fatalf("paused %v, %d bytes unsent: want paced with its replies waiting", c.readPaused, c.Unsent())
+	}
+	for i := 0; i < 20 && c.resumes == 0; i++ {
+		fs.runTimers(time.Millisecond)
+	}
+	if c.resumes != 1 || !c.readPaused {
+		t.Fatalf("after a turn: resumed %d times, paused %v; want resumed at the turn, paused again", c.resumes, c.readPaused)
+	}
+}
+
+// A paced connection takes the turns of up to 10 ms worth of the requests
+// it has buffered at once, and is woken once for them, when the last is
+// due: at 2,000 a second, runs of 20 every 10 ms, not one or two at every
+// millisecond.
+func TestPolicyRatePacesInBatches(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=2000\n", vocab.ProfileV2) // burst 100
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	got := fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 150))
+	if n := strings.Count(got, "\n"); n != 100 {
+		t.Fatalf("answered %d at once, want the burst of 100", n)
+	}
+	for run := range 2 {
+		mark, wakes := len(c.out), c.wakes
+		fs.runTimers(9 * time.Millisecond)
+		if n := strings.Count(string(c.out[mark:]), "\n"); n != 0 || c.wakes != wakes {
+			t.Fatalf("run %d: %d answered, %d wakes 9 ms on: want none before the batch's last turn", run, n, c.wakes-wakes)
+		}
+		fs.runTimers(time.Millisecond)
+		if n := strings.Count(string(c.out[mark:]), "\n"); n != 20 || c.wakes != wakes+1 {
+			t.Fatalf("run %d: %d answered, %d wakes 10 ms on: want the batch of 20 at one wake", run, n, c.wakes-wakes)
+		}
+	}
+	fs.runTimers(10 * time.Millisecond)
+	if n := strings.Count(string(c.out), "\n"); n != 151 {
+		t.Fatalf("%d replies, want the auth's and 150", n)
+	}
+}
+
+// A rate slower than one request per 50 ms has a burst of one request.
+func TestPolicyRateBurstOfOne(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n allow * *\n quota rate=10\n", vocab.ProfileV2)
+	c := fs.open()
+	c.pausable = true
+	fs.traffic(c, request("auth", "_", "tok-a"))
+	if got := fs.traffic(c, strings.Repeat(request("incr", "n", "1"), 3)); got != "ok 1\n" {
+		t.Fatalf("at once: %q, want one reply", got)
+	}
+	fs.runTimers(100 * time.Millisecond)
+	if got := string(c.out); !strings.HasSuffix(got, "ok 1\nok 2\n") {
+		t.Fatalf("100 ms later: %q, want the second reply", got)
 	}
 }
 

@@ -53,7 +53,7 @@ func (s *Session) resumeIfDrained() bool {
 		return false
 	}
 	s.paused = false
-	if !s.readOff {
+	if !s.readOff && !s.paceReadOff {
 		s.t.ResumeRead()
 	}
 	// The per-line read deadline restarts: the session was not read.

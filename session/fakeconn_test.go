@@ -49,6 +49,7 @@ type fakeConn struct {
 	// PauseRead succeed (a transport that can stop reading).
 	readPaused bool
 	pausable   bool
+	resumes    int // ResumeRead calls
 	// posted holds results Post queued, from any goroutine.
 	mu     sync.Mutex
 	posted []engine.Result
@@ -101,7 +102,7 @@ func (c *fakeConn) PauseRead() bool {
 	return c.pausable
 }
 
-func (c *fakeConn) ResumeRead() { c.readPaused = false }
+func (c *fakeConn) ResumeRead() { c.readPaused, c.resumes = false, c.resumes+1 }
 
 // SetTimer keeps the earliest time asked for, as the loop's timer does.
 func (c *fakeConn) SetTimer(at timerwheel.Tick) {

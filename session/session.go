@@ -84,15 +84,20 @@ type Session struct {
 	// With a policy (acl.go): the connection's identity, the policy it
 	// was looked up in, and its identity's usage; ident nil = no policy.
 	// who is ident for other goroutines (the observatory). paced: the
-	// identity is over its rate, and reading waits until paceUntil.
-	ident     *policy.Identity
-	identPol  *policy.Policy
-	resume    *policy.Resume // where its last check's walk branched (nil: every permission)
-	byCert    bool           // ident came from the client's certificate
-	usage     *Usage
-	who       atomic.Pointer[policy.Identity]
-	paced     bool
-	paceUntil timerwheel.Tick
+	// identity is over its rate, and reading waits until paceUntil;
+	// paceTurns: the next requests that have their turns from the rate
+	// (taken when paced); paceReadOff: pacing paused reading, not
+	// resumed yet.
+	ident       *policy.Identity
+	identPol    *policy.Policy
+	resume      *policy.Resume // where its last check's walk branched (nil: every permission)
+	byCert      bool           // ident came from the client's certificate
+	usage       *Usage
+	who         atomic.Pointer[policy.Identity]
+	paced       bool
+	paceTurns   int
+	paceReadOff bool
+	paceUntil   timerwheel.Tick
 }
 
 // codec is a wire protocol of a Session.
@@ -132,6 +137,9 @@ func (s *Session) Input(buf []byte) (consumed int, close bool) {
 	sc := s.t.Scratch()
 	now := s.hub.clock.Now() // one reading for the whole read batch
 	n, out, more, stop := s.codec.input(s, buf, sc.Out[:0], now)
+	if s.paceReadOff && !s.paced {
+		s.endPacedRead() // what waited for its turn is served
+	}
 	if len(sc.answered.ops) > 0 && sc.Counters != nil {
 		// Before the write: a client that has read its reply finds
 		// the request in /metrics.
@@ -179,6 +187,9 @@ func (s *Session) Flushed() {
 // taken starts the write deadline.
 func (s *Session) sent() {
 	s.noteUnsent()
+	if s.paceReadOff && s.t.Unsent() > 0 {
+		s.paceReadOff = false // the transport reads again once it drains (overRate)
+	}
 	if s.writeDeadline == 0 && s.hub.wtMs > 0 {
 		if unsent := s.t.Unsent(); unsent > 0 {
 			s.writeDeadline = s.hub.clock.Now().After(s.hub.wtMs)

@@ -51,7 +51,7 @@ func (s *Session) resumeAfterBlocked() {
 		return
 	}
 	s.readOff = false
-	if !s.paused {
+	if !s.paused && !s.paceReadOff {
 		s.t.ResumeRead()
 	}
 }
