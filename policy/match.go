@@ -115,10 +115,29 @@ type rule struct {
 	line    int
 }
 
-// buildNode is the byte trie newMatcher builds before flattening it.
+// buildNode is the byte trie newMatcher builds before flattening it. Its
+// children are a slice searched in turn, not a map: a node has few, and
+// a map for each of a large policy's nodes made most of a parse's
+// garbage (the heap's peak, whose bookkeeping stays resident after).
 type buildNode struct {
-	children                                   map[byte]*buildNode
+	children                                   []buildEdge
 	prefixSet, prefixAll, exactSet, exactAllow Classes
+}
+
+// buildEdge is a buildNode's child by its byte.
+type buildEdge struct {
+	b byte
+	n *buildNode
+}
+
+// child returns b's child by byte c, nil if none.
+func (b *buildNode) child(c byte) *buildNode {
+	for _, e := range b.children {
+		if e.b == c {
+			return e.n
+		}
+	}
+	return nil
 }
 
 func (b *buildNode) rules() bool { return b.prefixSet|b.exactSet != 0 }
@@ -128,13 +147,10 @@ func newMatcher(rules []rule) matcher {
 	for _, r := range rules {
 		n := root
 		for i := 0; i < len(r.pat.Lit); i++ {
-			c := n.children[r.pat.Lit[i]]
+			c := n.child(r.pat.Lit[i])
 			if c == nil {
-				if n.children == nil {
-					n.children = make(map[byte]*buildNode)
-				}
 				c = &buildNode{}
-				n.children[r.pat.Lit[i]] = c
+				n.children = append(n.children, buildEdge{r.pat.Lit[i], c})
 			}
 			n = c
 		}
@@ -160,11 +176,11 @@ func newMatcher(rules []rule) matcher {
 // record's offset and the classes its subtree denies and names (for its
 // parent's belowDeny and belowSet).
 func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes, Classes) {
+	slices.SortFunc(b.children, func(x, y buildEdge) int { return int(x.b) - int(y.b) })
 	keys := make([]byte, 0, len(b.children))
-	for k := range b.children {
-		keys = append(keys, k)
+	for _, e := range b.children {
+		keys = append(keys, e.b)
 	}
-	slices.Sort(keys)
 	o := uint32(len(m.a))
 	p := o + nodeHeader + uint32(len(label)) + uint32(len(keys))
 	ptrs := align4(p)
@@ -176,15 +192,13 @@ func (m *matcher) flatten(b *buildNode, label []byte) (uint32, Classes, Classes)
 	copy(h[nodeHeader:], label)
 	copy(h[nodeHeader+len(label):], keys)
 	var below, named Classes
-	for i, k := range keys {
-		c := b.children[k]
+	for i, e := range b.children {
+		c := e.n
 		// Follow a chain of nodes with one child and no rule: one label.
 		var lab []byte
 		for len(c.children) == 1 && !c.rules() {
-			for kk, cc := range c.children {
-				lab = append(lab, kk)
-				c = cc
-			}
+			lab = append(lab, c.children[0].b)
+			c = c.children[0].n
 		}
 		co, d, n := m.flatten(c, lab)
 		binary.LittleEndian.PutUint32(m.a[ptrs+4*uint32(i):], co) // m.a may have moved
