@@ -93,9 +93,9 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 		for r := range s.res[ns].all {
 			var d digester
 			d.u64(uint64(r.limit))
-			d.bool(r.rw)
+			d.bool(r.isRW())
 			d.u64(uint64(r.lastActive))
-			for _, l := range []*slotList{&r.holders, r.queue} {
+			for _, l := range r.runs() {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
 					d.slot(sl)

@@ -170,7 +170,7 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 	if r == nil {
 		return false
 	}
-	for sl := r.holders.head; sl != nil; sl = sl.next {
+	for sl := r.holders; sl != nil; sl = sl.next {
 		if !now.Passed(sl.timer.Deadline()) {
 			return true
 		}
@@ -197,7 +197,7 @@ func (sh *shard) electedLocked(sl *slot) {
 // Only a limit-1 lock can have a leader; readers and semaphore slots are
 // not leadership changes.
 func (sh *shard) failoverLocked(r *resource) {
-	if r.ns == nsLock && !r.rw && r.limit == 1 {
+	if r.namespace() == nsLock && !r.isRW() && r.limit == 1 {
 		sh.leaderPushLocked(r.key, "failover", nil)
 	}
 }

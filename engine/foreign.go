@@ -85,7 +85,7 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 // ownHolderLocked returns the live slot s holds on the lock r, evicting an
 // expired lease first (then it reports nil, as holderLocked does).
 func (sh *shard) ownHolderLocked(r *resource, s *session, now timerwheel.Instant) *slot {
-	for sl := r.holders.head; sl != nil; sl = sl.next {
+	for sl := r.holders; sl != nil; sl = sl.next {
 		if sl.sess != s {
 			continue
 		}
@@ -170,7 +170,7 @@ func (e *Engine) holderFence(c *Command, fx *Effects) Result {
 		return status(vocab.StatusNil)
 	}
 	sh.evictExpiredLocked(r, c.At)
-	if h := r.holders.head; h != nil {
+	if h := r.holders; h != nil {
 		return Result{Status: vocab.StatusOK, Token: e.token(h.fence)}
 	}
 	return status(vocab.StatusNil)
@@ -183,7 +183,7 @@ func (e *Engine) LockCounts() (held, waiting int) {
 		sh := &e.shards[i]
 		sh.mu.Lock()
 		for r := range sh.res[nsLock].all {
-			if r.holders.n > 0 {
+			if r.nHolders() > 0 {
 				held++
 			}
 			waiting += r.queue.n

@@ -78,7 +78,7 @@ func (s KeyKinds) Has(k KeyKind) bool { return s == 0 || s&(1<<k) != 0 }
 // limit-1 resource is a lock.
 func (e *Engine) kindOf(ns namespace, r *resource) KeyKind {
 	switch {
-	case r.rw:
+	case r.isRW():
 		return KeyRWLock
 	case ns == nsLock && (!e.cfg.Profile.SharedLockSpace() || r.limit == 1):
 		return KeyLock
@@ -353,11 +353,11 @@ func (s *shard) describeLocked(ref KeyRef, ns namespace, at timerwheel.Instant) 
 
 func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel.Tick) {
 	ks.Limit = int(r.limit)
-	if r.rw {
+	if r.isRW() {
 		ks.Limit = 0
 	}
 	ks.IdleMs = int64(now - r.lastActive)
-	ks.HoldersTotal, ks.WaitersTotal = r.holders.n, r.queue.n
+	ks.HoldersTotal, ks.WaitersTotal = r.nHolders(), r.queue.n
 	if el := s.elections[r.key]; el != nil {
 		for _, w := range el.watchers {
 			if w.observer {
@@ -365,7 +365,7 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 			}
 		}
 	}
-	for sl := r.holders.head; sl != nil && len(ks.Holders) < MaxListed; sl = sl.next {
+	for sl := r.holders; sl != nil && len(ks.Holders) < MaxListed; sl = sl.next {
 		h := HolderState{
 			Claimant: s.eng.claimantOf(sl.sess), Fence: sl.fence, Writer: sl.writer, Elect: sl.elect,
 			Pending: sl.twoPhase, LeaseMs: sl.lease, LeaseRemainingMs: max(0, int64(sl.timer.Deadline()-now)),

@@ -105,7 +105,7 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		}
 		return r, vocab.StatusOK
 	}
-	if r.rw != m.rw {
+	if r.isRW() != m.rw {
 		return nil, vocab.StatusErrorTypeMismatch // spec §B.4
 	}
 	if !m.rw && int(r.limit) != m.limit {
@@ -119,7 +119,7 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.In
 
 // evictExpiredLocked removes holders whose lease deadline has passed.
 func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Instant) {
-	for sl := r.holders.head; sl != nil; {
+	for sl := r.holders; sl != nil; {
 		next := sl.next
 		if now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
@@ -141,7 +141,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 	sh.waitEndedLocked(sl, now, true)
 	stamp(sl, now)
 	sl.setState(slotHolding)
-	sl.res.holders.pushBack(sl)
+	sl.res.pushHolder(sl)
 	sh.noteLocked(EventGrant, sl, now)
 	sh.counts.grants++
 	sh.armLocked(&sl.timer, now.After(sl.lease))
@@ -200,7 +200,7 @@ func (sh *shard) dropHolderLocked(sl *slot, event string, now timerwheel.Instant
 	r := sl.res
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
-	r.holders.remove(sl)
+	r.removeHolder(sl)
 	sh.freeSlotLocked(sl)
 	sh.watchEventLocked(event, r.key)
 	return r
@@ -230,7 +230,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 		return
 	}
 	r := sl.res
-	r.holders.remove(sl)
+	r.removeHolder(sl)
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
 	sh.cancelLocked(&sl.timer) // keeps the deadline: when the lease ended
@@ -283,7 +283,7 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Inst
 	if r == nil {
 		return nil, false
 	}
-	if sl = r.holders.findFence(t.Fence); sl == nil {
+	if sl = r.holderByFence(t.Fence); sl == nil {
 		// The token is genuine: its fence names one grant only.
 		if l := sh.lapsedFences[t.Fence]; l != nil && l.res == r {
 			sh.freeSlotLocked(l)

@@ -41,16 +41,16 @@ func (e *Engine) Metrics() Metrics {
 			for r := range sh.res[ns].all {
 				m.Keys++
 				switch {
-				case r.rw:
-					m.RWHolders += r.holders.n
+				case r.isRW():
+					m.RWHolders += r.nHolders()
 					m.RWWaiters += r.queue.n
 				case r.limit == 1:
-					if r.holders.n > 0 {
+					if r.nHolders() > 0 {
 						m.LocksHeld++
 					}
 					m.LockWaiters += r.queue.n
 				default:
-					m.SemaphoreSlots += r.holders.n
+					m.SemaphoreSlots += r.nHolders()
 					m.SemaphoreWaiters += r.queue.n
 				}
 			}

@@ -784,7 +784,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 			for r := range sh.res[ns].all {
 				k := r.key
 				sr := snapRes{limit: int(r.limit), lastActive: int64(r.lastActive)}
-				list := func(l *slotList) []snapSlot {
+				list := func(l slotRun) []snapSlot {
 					var ss []snapSlot
 					n := 0
 					for sl := l.head; sl != nil; sl = sl.next {
@@ -796,8 +796,9 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					}
 					return ss
 				}
-				sr.holders = list(&r.holders)
-				sr.queue = list(r.queue)
+				runs := r.runs()
+				sr.holders = list(runs[0])
+				sr.queue = list(runs[1])
 				out[resKey{namespace(ns), k}] = sr
 			}
 		}

@@ -19,11 +19,11 @@ func (e *Engine) readopt(sess *session, ns namespace, key []byte, m mode, timeou
 	sh.lock(fx)
 	defer sh.unlock()
 	r := sh.lookupLocked(ns, key)
-	if r == nil || r.rw != m.rw || (!m.rw && int(r.limit) != m.limit) {
+	if r == nil || r.isRW() != m.rw || (!m.rw && int(r.limit) != m.limit) {
 		return Result{}, false
 	}
 	sh.evictExpiredLocked(r, now)
-	for sl := r.holders.head; sl != nil; sl = sl.next {
+	for sl := r.holders; sl != nil; sl = sl.next {
 		if sl.sess != sess || sl.writer != m.writer || sl.elect {
 			continue
 		}

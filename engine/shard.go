@@ -18,23 +18,49 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
-// Fields are ordered to keep it in the 64-byte size class: there is one per
-// live key, so its size is much of the memory a held lock costs.
+// Fields are ordered and packed to keep it in the 48-byte size class:
+// there is one per live key, so its size is much of the memory a held
+// lock costs (issue #37).
 type resource struct {
-	key     string
-	holders slotList
+	key string
+	// holders is the head of the holders' list, linked through the
+	// slots' next (nil-terminated) and prev; the head's prev is the tail,
+	// so that one pointer serves where a list needs two (slot.go).
+	holders *slot
 	// queue is &noWaiters until the key's first waiter, then a list of
 	// its own for the resource's life: most held locks never see a
-	// waiter, and an inline list would cost each of them 24 bytes, the
-	// step from the 64- to the 80-byte size class (issue #21).
+	// waiter, and an inline list would cost each of them 24 bytes, a
+	// step up a size class (issue #21).
 	queue *slotList
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
-	ns         namespace
-	rw         bool // a read-write lock (spec §B.4): readers share, a writer is alone
+	// bits holds the number of holders (below resNS) and, above it, the
+	// namespace and whether it is a read-write lock (spec §B.4: readers
+	// share, a writer is alone): one word for what took three.
+	bits uint32
 }
+
+const (
+	resNS      = 1 << 30 // bits: the namespace is nsSem
+	resRW      = 1 << 31 // bits: a read-write lock
+	resHolders = resNS - 1
+)
+
+// namespace is the namespace r is kept in.
+func (r *resource) namespace() namespace {
+	if r.bits&resNS != 0 {
+		return nsSem
+	}
+	return nsLock
+}
+
+// isRW reports whether r is a read-write lock.
+func (r *resource) isRW() bool { return r.bits&resRW != 0 }
+
+// nHolders is the number of r's holders.
+func (r *resource) nHolders() int { return int(r.bits & resHolders) }
 
 // noWaiters is the queue of every resource that has had no waiter yet:
 // shared and never written (slotList.pushBack refuses it; nothing else
@@ -43,7 +69,17 @@ var noWaiters slotList
 
 // newResource returns a resource with no holder and no waiter.
 func newResource(key string, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
-	return &resource{key: key, queue: &noWaiters, ns: ns, limit: limit, rw: rw, lastActive: lastActive}
+	if ns >= numNamespaces {
+		panic("engine: resource of an unknown namespace")
+	}
+	r := &resource{key: key, queue: &noWaiters, limit: limit, lastActive: lastActive}
+	if ns == nsSem {
+		r.bits |= resNS
+	}
+	if rw {
+		r.bits |= resRW
+	}
+	return r
 }
 
 // ownQueue returns r's queue for appending, giving r one of its own first.
@@ -54,19 +90,19 @@ func (r *resource) ownQueue() *slotList {
 	return r.queue
 }
 
-func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
+func (r *resource) idle() bool { return r.holders == nil && r.queue.n == 0 }
 
 // fits reports whether one more holder of the given side may hold r now.
 // A writer of a read-write lock holds alone, so a held write side is the
 // only holder and shows at the head.
 func (r *resource) fits(writer bool) bool {
-	if !r.rw {
-		return r.holders.n < int(r.limit)
+	if !r.isRW() {
+		return r.nHolders() < int(r.limit)
 	}
 	if writer {
-		return r.holders.n == 0
+		return r.holders == nil
 	}
-	return r.holders.n == 0 || !r.holders.head.writer
+	return r.holders == nil || !r.holders.writer
 }
 
 // mode is what an acquire asks of a resource: a slot of a lock (limit 1)

@@ -96,9 +96,60 @@ func (l *slotList) remove(s *slot) {
 	l.n--
 }
 
-// findFence returns the slot holding the grant of fence f, or nil.
-func (l *slotList) findFence(f uint64) *slot {
-	for s := l.head; s != nil; s = s.next {
+// pushHolder appends s to r's holders: the list of a single pointer,
+// whose head's prev is its tail (resource.holders).
+func (r *resource) pushHolder(s *slot) {
+	if r.bits&resHolders == resHolders {
+		panic("engine: holder count overflow")
+	}
+	r.bits++
+	s.next = nil
+	h := r.holders
+	if h == nil {
+		r.holders, s.prev = s, s
+		return
+	}
+	s.prev = h.prev
+	h.prev.next = s
+	h.prev = s
+}
+
+// removeHolder takes s out of r's holders.
+func (r *resource) removeHolder(s *slot) {
+	r.bits--
+	h := r.holders
+	switch {
+	case s == h:
+		r.holders = s.next
+		if s.next != nil {
+			s.next.prev = s.prev // the tail
+		}
+	default:
+		s.prev.next = s.next
+		if s.next != nil {
+			s.next.prev = s.prev
+		} else {
+			h.prev = s.prev // s was the tail
+		}
+	}
+	s.prev, s.next = nil, nil
+}
+
+// slotRun is a list of a resource's slots as digests and snapshots write
+// it: its length, then its slots from head through next.
+type slotRun struct {
+	n    int
+	head *slot
+}
+
+// runs returns r's holders and then its queue.
+func (r *resource) runs() [2]slotRun {
+	return [2]slotRun{{r.nHolders(), r.holders}, {r.queue.n, r.queue.head}}
+}
+
+// holderByFence returns the holder of r with the grant of fence f, or nil.
+func (r *resource) holderByFence(f uint64) *slot {
+	for s := r.holders; s != nil; s = s.next {
 		if s.fence == f {
 			return s
 		}

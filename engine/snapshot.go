@@ -131,9 +131,9 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		sw.u(uint64(rr.ns))
 		sw.s(r.key)
 		sw.i(int64(r.limit))
-		sw.bool(r.rw)
+		sw.bool(r.isRW())
 		sw.i(int64(r.lastActive))
-		for _, l := range []*slotList{&r.holders, r.queue} {
+		for _, l := range r.runs() {
 			sw.u(uint64(l.n))
 			for sl := l.head; sl != nil; sl = sl.next {
 				slotOut(sl)
@@ -149,12 +149,12 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		return sl.sess.id
 	}
 	slices.SortFunc(lapsed, func(a, b *slot) int {
-		return cmp.Or(cmp.Compare(a.res.ns, b.res.ns), strings.Compare(a.res.key, b.res.key),
+		return cmp.Or(cmp.Compare(a.res.namespace(), b.res.namespace()), strings.Compare(a.res.key, b.res.key),
 			cmp.Compare(sessID(a), sessID(b)), cmp.Compare(a.fence, b.fence))
 	})
 	sw.u(uint64(len(lapsed)))
 	for _, sl := range lapsed {
-		sw.u(uint64(sl.res.ns))
+		sw.u(uint64(sl.res.namespace()))
 		sw.s(sl.res.key)
 		slotOut(sl)
 	}
@@ -310,7 +310,7 @@ func (e *Engine) closedHolders() []*session {
 		sh := &e.shards[i]
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				for _, l := range []*slotList{&r.holders, r.queue} {
+				for _, l := range r.runs() {
 					for sl := l.head; sl != nil; sl = sl.next {
 						note(sl)
 					}
@@ -467,7 +467,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		sh.res[ns].put(r)
 		e.keys.Add(1)
 		for range sr.count() {
-			r.holders.pushBack(slotIn(sh, r))
+			r.pushHolder(slotIn(sh, r))
 		}
 		for range sr.count() {
 			r.ownQueue().pushBack(slotIn(sh, r))

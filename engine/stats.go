@@ -74,7 +74,7 @@ func (e *Engine) watchStats() []vocab.WatchStat {
 
 func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
 	st := vocab.RWStat{Key: r.key, Waiters: r.queue.n}
-	for h := r.holders.head; h != nil; h = h.next {
+	for h := r.holders; h != nil; h = h.next {
 		if h.writer {
 			st.Writer = true
 		} else {
@@ -95,7 +95,7 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.Tick, all bool) {
 	for ns := range sh.res {
 		for r := range sh.res[ns].all {
-			if r.rw {
+			if r.isRW() {
 				if all && !r.idle() { // idle read-write locks are not listed (§F.1)
 					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
 				}
@@ -112,11 +112,11 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 				continue
 			}
 			if !asLock {
-				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.nHolders(), Waiters: r.queue.n})
 				continue
 			}
 			ls := vocab.LockStat{Key: r.key, Waiters: r.queue.n}
-			if h := r.holders.head; h != nil {
+			if h := r.holders; h != nil {
 				ls.OwnerConnID = h.sess.connID.Load()
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
 				ls.Fence = h.fence
@@ -252,7 +252,7 @@ func (e *Engine) Census() (keys, held int) {
 		for ns := range sh.res {
 			keys += sh.res[ns].len()
 			for r := range sh.res[ns].all {
-				held += r.holders.n
+				held += r.nHolders()
 			}
 		}
 		keys += len(sh.counters) + len(sh.kv) + len(sh.lists) + len(sh.barriers)

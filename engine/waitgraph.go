@@ -23,10 +23,10 @@ func (e *Engine) WaitGraph() *deadlock.Graph {
 					continue
 				}
 				dr := deadlock.Resource{
-					Key: r.key, Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.rw,
-					Holders: make([]deadlock.Claim, 0, r.holders.n), Queue: make([]deadlock.Claim, 0, r.queue.n),
+					Key: r.key, Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.isRW(),
+					Holders: make([]deadlock.Claim, 0, r.nHolders()), Queue: make([]deadlock.Claim, 0, r.queue.n),
 				}
-				for sl := r.holders.head; sl != nil; sl = sl.next {
+				for sl := r.holders; sl != nil; sl = sl.next {
 					dr.Holders = append(dr.Holders, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer})
 				}
 				for sl := r.queue.head; sl != nil; sl = sl.next {
