@@ -141,7 +141,7 @@ func (s *shard) fireLocked(d *dueTimer, now timerwheel.Instant) {
 		if o.gen.Load() != d.gen {
 			return
 		}
-		switch o.state {
+		switch o.state() {
 		case slotWaiting:
 			s.timeoutWaiterLocked(o, now)
 		case slotHolding:

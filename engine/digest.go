@@ -98,7 +98,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 			for _, l := range r.runs() {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
-					d.slot(sl)
+					d.slot(sl, s.leaseOf(sl), s.tagOf(sl))
 				}
 			}
 			recs = append(recs, digestRec{uint8(ns), r.key, d.b})
@@ -187,18 +187,18 @@ func (d *digester) tenant(t *Tenant) {
 
 // slot encodes a holder or waiter: its session, fence, lease, deadline
 // (a holder's, kept past its firing; a waiter's while armed) and flags.
-func (d *digester) slot(sl *slot) {
+func (d *digester) slot(sl *slot, lease int64, tag uint32) {
 	d.u64(uint64(sl.sess.id))
-	d.u64(uint64(sl.state))
+	d.u64(uint64(sl.state()))
 	d.u64(sl.fence)
-	d.u64(uint64(sl.lease))
-	if sl.state == slotHolding || sl.timer.Armed() {
+	d.u64(uint64(lease))
+	if sl.state() == slotHolding || sl.timer.Armed() {
 		d.u64(uint64(sl.timer.Deadline()))
 	}
 	d.bool(sl.timer.Armed())
-	d.bool(sl.twoPhase)
-	d.bool(sl.blocked)
-	d.bool(sl.writer)
-	d.bool(sl.elect)
-	d.u64(uint64(sl.tag))
+	d.bool(sl.twoPhase())
+	d.bool(sl.blocked())
+	d.bool(sl.writer())
+	d.bool(sl.elect())
+	d.u64(uint64(tag))
 }

@@ -53,7 +53,7 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		return status(st)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
-		sl.lease = leaseMs
+		sh.setLease(sl, leaseMs)
 		sh.armLocked(&sl.timer, now.After(leaseMs))
 		sh.noteLocked(EventRenew, sl, now)
 		sh.touchLocked(r, now)
@@ -77,8 +77,8 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
-	sl.blocked = true
-	sl.tag = c.Tag // no timer: the wait ends only by a grant, a close or a drain
+	sl.set(flagBlocked, true)
+	sh.setTag(sl, c.Tag) // no timer: the wait ends only by a grant, a close or a drain
 	return Result{Blocked: true}
 }
 
@@ -115,14 +115,14 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 		return status(vocab.StatusError)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
-		tag := sl.tag
+		tag := sh.tagOf(sl)
 		sh.noteLocked(EventRelease, sl, now)
 		sh.releaseHolderLocked(sl, now)
 		return Result{Status: vocab.StatusOK, Tag: tag}
 	}
 	for sl := r.queue.head; sl != nil; sl = sl.next {
-		if sl.sess == s && sl.blocked && sl.tag != 0 {
-			tag := sl.tag
+		if sl.sess == s && sl.blocked() && sh.tagOf(sl) != 0 {
+			tag := sh.tagOf(sl)
 			sh.noteLocked(EventCancel, sl, now)
 			r.queue.remove(sl)
 			sh.freeSlotLocked(sl)
@@ -150,7 +150,7 @@ func (e *Engine) renewFence(s *session, c *Command, fx *Effects) Result {
 	if sl == nil || sl.fence != c.Fence {
 		return status(vocab.StatusError)
 	}
-	sl.lease = leaseMs
+	sh.setLease(sl, leaseMs)
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
 	sh.touchLocked(r, now)

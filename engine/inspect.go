@@ -367,8 +367,8 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 	}
 	for sl := r.holders; sl != nil && len(ks.Holders) < MaxListed; sl = sl.next {
 		h := HolderState{
-			Claimant: s.eng.claimantOf(sl.sess), Fence: sl.fence, Writer: sl.writer, Elect: sl.elect,
-			Pending: sl.twoPhase, LeaseMs: sl.lease, LeaseRemainingMs: max(0, int64(sl.timer.Deadline()-now)),
+			Claimant: s.eng.claimantOf(sl.sess), Fence: sl.fence, Writer: sl.writer(), Elect: sl.elect(),
+			Pending: sl.twoPhase(), LeaseMs: s.leaseOf(sl), LeaseRemainingMs: max(0, int64(sl.timer.Deadline()-now)),
 			HeldMs: -1, WaitedMs: -1, Renewals: -1,
 		}
 		if t, ok := s.timesLocked(sl); ok {
@@ -377,7 +377,7 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 		ks.Holders = append(ks.Holders, h)
 	}
 	for sl := r.queue.head; sl != nil && len(ks.Waiters) < MaxListed; sl = sl.next {
-		w := WaiterState{Claimant: s.eng.claimantOf(sl.sess), Writer: sl.writer, Blocked: sl.blocked, WaitedMs: -1, TimeoutRemainingMs: -1}
+		w := WaiterState{Claimant: s.eng.claimantOf(sl.sess), Writer: sl.writer(), Blocked: sl.blocked(), WaitedMs: -1, TimeoutRemainingMs: -1}
 		if sl.timer.Armed() {
 			w.TimeoutRemainingMs = max(0, int64(sl.timer.Deadline()-now))
 		}

@@ -42,7 +42,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		return
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
-	sl.blocked = true
+	sl.set(flagBlocked, true)
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	*out = Result{Blocked: true}
 }
@@ -56,14 +56,15 @@ func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int6
 		return nil, false
 	}
 	sl = sh.newSlotLocked(r, sess)
-	sl.lease = leaseMs
-	sl.writer, sl.elect = m.writer, m.elect
+	sh.setLease(sl, leaseMs)
+	sl.set(flagWriter, m.writer)
+	sl.set(flagElect, m.elect)
 	granted := sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
 	if !granted {
 		return nil, true // grantLocked freed the slot
 	}
-	sess.record(sl)
+	sess.record(sl, sh.index)
 	return sl, true
 }
 
@@ -74,7 +75,7 @@ func (sh *shard) grantAnswer(sl *slot, out *Result) {
 		*out = Result{Status: vocab.StatusError}
 		return
 	}
-	*out = Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
+	*out = Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sh.leaseOf(sl) / 1000}
 }
 
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
@@ -82,13 +83,14 @@ func (sh *shard) grantAnswer(sl *slot, out *Result) {
 // flags.
 func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) *slot {
 	sl := sh.newSlotLocked(r, sess)
-	sl.lease = leaseMs
-	sl.writer, sl.elect = m.writer, m.elect
+	sh.setLease(sl, leaseMs)
+	sl.set(flagWriter, m.writer)
+	sl.set(flagElect, m.elect)
 	sl.setState(slotWaiting)
 	stamp(sl, now)
 	r.ownQueue().pushBack(sl)
 	sh.noteLocked(EventQueue, sl, now)
-	sess.record(sl)
+	sess.record(sl, sh.index)
 	sh.touchLocked(r, now)
 	return sl
 }
@@ -144,11 +146,11 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 	sl.res.pushHolder(sl)
 	sh.noteLocked(EventGrant, sl, now)
 	sh.counts.grants++
-	sh.armLocked(&sl.timer, now.After(sl.lease))
+	sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 	switch {
-	case sl.elect:
+	case sl.elect():
 		sh.electedLocked(sl)
-	case !sl.twoPhase:
+	case !sl.twoPhase():
 		// A queued two-phase grant is announced when its w observes it.
 		sh.watchEventLocked(evAcquire, sl.res.key)
 	}
@@ -167,11 +169,11 @@ func (sh *shard) grantResult(sl *slot) (r Result) {
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
 func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
-	for r.queue.n > 0 && r.fits(r.queue.head.writer) {
+	for r.queue.n > 0 && r.fits(r.queue.head.writer()) {
 		sl := r.queue.head
 		r.queue.remove(sl)
-		sess, blocked, tag := sl.sess, sl.blocked, sl.tag
-		sl.blocked = false
+		sess, blocked, tag := sl.sess, sl.blocked(), sh.tagOf(sl)
+		sl.set(flagBlocked, false)
 		if len(sh.elections) != 0 {
 			sh.failoverLocked(r) // before the new holder's "elected"
 		}
@@ -225,7 +227,7 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventExpire, sl, now) // names the holder that lost the key
 	sh.counts.expiries++
-	if !sl.twoPhase && !(sh.eng.rf() && sl.res.queue.n == 0) {
+	if !sl.twoPhase() && !(sh.eng.rf() && sl.res.queue.n == 0) {
 		sh.releaseHolderLocked(sl, now)
 		return
 	}
@@ -234,7 +236,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
 	sh.cancelLocked(&sl.timer) // keeps the deadline: when the lease ended
-	if !sl.twoPhase {
+	if !sl.twoPhase() {
 		// No w will look for it: it answers renew by token, from any
 		// session, and outlives its own (closeSession skips it). Its
 		// session's tenant no longer counts it.
@@ -251,7 +253,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventTimeout, sl, now)
 	sh.counts.timeouts++
 	sh.waitEndedLocked(sl, now, false)
-	sess, blocked := sl.sess, sl.blocked
+	sess, blocked := sl.sess, sl.blocked()
 	sh.dropWaiterLocked(sl, now)
 	if blocked {
 		sh.deliverLocked(sess, status(vocab.StatusTimeout))
@@ -343,7 +345,7 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64, now timerwh
 		}
 		return status(vocab.StatusError)
 	}
-	sl.lease = leaseMs
+	sh.setLease(sl, leaseMs)
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
 	return Result{Status: vocab.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}

@@ -788,7 +788,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					var ss []snapSlot
 					n := 0
 					for sl := l.head; sl != nil; sl = sl.next {
-						ss = append(ss, snapSlot{sl.sess.id, e.token(sl.fence), sl.twoPhase, sl.blocked, sl.timer.Armed(), int64(sl.timer.Deadline())})
+						ss = append(ss, snapSlot{sl.sess.id, e.token(sl.fence), sl.twoPhase(), sl.blocked(), sl.timer.Armed(), int64(sl.timer.Deadline())})
 						n++
 					}
 					if n != l.n {
@@ -1206,7 +1206,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 		live := map[resKey]*slot{}
 		for ns, m := range s.enq {
 			for k, c := range m {
-				if c.sl.gen.Load() == c.gen && c.sl.sess == s && c.sl.state != slotFree {
+				if c.sl.gen.Load() == c.gen && c.sl.sess == s && c.sl.state() != slotFree {
 					live[resKey{namespace(ns), k}] = c.sl
 				}
 			}
@@ -1216,7 +1216,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 		}
 		for rk, id := range ms.enq {
 			esl, msl := live[rk], w.slots[id]
-			if esl == nil || esl.state != msl.state {
+			if esl == nil || esl.state() != msl.state {
 				return fmt.Errorf("s%d %v: enqueue state differs (model slot %+v)", si, rk, *msl)
 			}
 		}

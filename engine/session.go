@@ -55,9 +55,14 @@ type session struct {
 	tenant *Tenant
 }
 
+// claim is a session's record of a slot it created. shard is the slot's
+// shard, for ever (free slots stay on their shard's list): it sits in
+// what would be the claim's padding, and lets a close find the slot's
+// lock without reading the slot.
 type claim struct {
-	sl  *slot
-	gen uint32
+	sl    *slot
+	gen   uint32
+	shard uint16
 }
 
 // live reports whether the claim still names the slot it was made for.
@@ -68,9 +73,9 @@ func (c claim) live() bool { return c.sl.gen.Load() == c.gen }
 // minCompact is the claims length below which compaction is not worth it.
 const minCompact = 16
 
-// record notes a slot created for this session. Called under sl's shard
-// lock by the session's goroutine.
-func (s *session) record(sl *slot) {
+// record notes a slot created for this session on shard sh. Called
+// under sl's shard lock by the session's goroutine.
+func (s *session) record(sl *slot, sh int) {
 	if len(s.claims) == cap(s.claims) && len(s.claims) >= minCompact {
 		live := s.claims[:0]
 		for _, c := range s.claims {
@@ -81,7 +86,7 @@ func (s *session) record(sl *slot) {
 		clear(s.claims[len(live):])
 		s.claims = live
 	}
-	s.claims = append(s.claims, claim{sl: sl, gen: sl.gen.Load()})
+	s.claims = append(s.claims, claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)})
 }
 
 // enqueued returns the slot of this session's pending two-phase enqueue on
@@ -91,7 +96,7 @@ func (s *session) enqueued(ns namespace, key []byte) *slot {
 	if !ok {
 		return nil
 	}
-	if c.sl.gen.Load() != c.gen || c.sl.sess != s || c.sl.state == slotFree {
+	if c.sl.gen.Load() != c.gen || c.sl.sess != s || c.sl.state() == slotFree {
 		// Released or recycled since: the state was cleared (spec §I.34).
 		delete(s.enq[ns], string(key))
 		return nil
@@ -99,7 +104,7 @@ func (s *session) enqueued(ns namespace, key []byte) *slot {
 	return c.sl
 }
 
-func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
+func (s *session) rememberEnqueued(ns namespace, key string, sl *slot, sh int) {
 	m := s.enq[ns]
 	if m == nil {
 		m = make(map[string]claim)
@@ -108,7 +113,7 @@ func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
 	if len(m) >= max(s.enqSweep[ns], minCompact) {
 		m = s.sweepEnqueued(ns)
 	}
-	m[key] = claim{sl: sl, gen: sl.gen.Load()}
+	m[key] = claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)}
 }
 
 // sweepEnqueued drops the stale entries of enq[ns]. A Go map never
@@ -263,9 +268,9 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	for _, holds := range [2]bool{false, true} {
 		for _, c := range s.claims {
 			sl := c.sl
-			sh := &e.shards[sl.shard]
+			sh := &e.shards[c.shard]
 			sh.lock(fx)
-			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
+			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state() == slotHolding) == holds {
 				e.dropClaimLocked(sh, sl, now, keep)
 			}
 			sh.unlock()
@@ -320,9 +325,9 @@ func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.
 			continue
 		}
 		sl := c.sl
-		sh := &e.shards[sl.shard]
+		sh := &e.shards[c.shard]
 		sh.lock(fx)
-		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == tag
+		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state() == slotWaiting && sl.blocked() && sh.tagOf(sl) == tag
 		if found && withdraw {
 			sh.noteLocked(EventCancel, sl, now)
 			sh.dropWaiterLocked(sl, now)
@@ -363,7 +368,7 @@ func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.
 
 // dropClaimLocked ends one of a closing session's claims.
 func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, keep bool) {
-	switch sl.state {
+	switch sl.state() {
 	case slotWaiting:
 		sh.noteLocked(EventDisconnect, sl, now)
 		sh.dropWaiterLocked(sl, now)
@@ -371,7 +376,7 @@ func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, ke
 		if keep {
 			// Nobody can observe a lapse any more: let the lease end
 			// free the slot.
-			sl.twoPhase = false
+			sl.set(flagTwoPhase, false)
 		} else {
 			sh.noteLocked(EventDisconnect, sl, now)
 			sh.releaseHolderLocked(sl, now)

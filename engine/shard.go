@@ -102,7 +102,7 @@ func (r *resource) fits(writer bool) bool {
 	if writer {
 		return r.holders == nil
 	}
-	return r.holders == nil || !r.holders.writer
+	return r.holders == nil || !r.holders.writer()
 }
 
 // mode is what an acquire asks of a resource: a slot of a lock (limit 1)
@@ -150,6 +150,10 @@ type shard struct {
 	// lapses so that its renew answers error_lease_expired (lock.go,
 	// expireHolderLocked). Nil until the first.
 	lapsedFences map[uint64]*slot
+	// extras holds what a slot rarely has and has no room for: the tag
+	// of a tagged acquire, a lease of 2^32 ms or more (slot.go). Nil
+	// until the first.
+	extras map[*slot]slotExtra
 	// fx collects the effects of the command holding the lock: set by
 	// lock, cleared by unlock.
 	fx *Effects
@@ -229,7 +233,7 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	// must not pile records up (renew then answers error).
 	for sl := s.lapsed.head; sl != nil; {
 		next := sl.next
-		if r := sl.res; r.idle() && old(r.lastActive) || !sl.twoPhase && old(sl.timer.Deadline()) {
+		if r := sl.res; r.idle() && old(r.lastActive) || !sl.twoPhase() && old(sl.timer.Deadline()) {
 			s.freeSlotLocked(sl)
 		}
 		sl = next
@@ -264,7 +268,7 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 		s.nfree--
 		sl.next = nil
 	} else {
-		sl = &slot{shard: uint16(s.index)}
+		sl = &slot{}
 		sl.timer.Kind = timerSlot
 	}
 	sl.res, sl.sess = r, sess
@@ -277,7 +281,7 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 func (s *shard) lapseLocked(sl *slot) {
 	sl.setState(slotLapsed)
 	s.lapsed.pushBack(sl)
-	if !sl.twoPhase {
+	if !sl.twoPhase() {
 		if s.lapsedFences == nil {
 			s.lapsedFences = make(map[uint64]*slot)
 		}
@@ -287,9 +291,9 @@ func (s *shard) lapseLocked(sl *slot) {
 
 // freeSlotLocked returns a slot to the free list and invalidates records of it.
 func (s *shard) freeSlotLocked(sl *slot) {
-	if sl.state == slotLapsed {
+	if sl.state() == slotLapsed {
 		s.lapsed.remove(sl)
-		if !sl.twoPhase {
+		if !sl.twoPhase() {
 			delete(s.lapsedFences, sl.fence)
 		}
 	}
@@ -297,9 +301,12 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
 	sl.setState(slotFree)
+	if sl.has(flagExtra) {
+		delete(s.extras, sl)
+	}
 	sl.res, sl.sess = nil, nil
-	sl.twoPhase, sl.blocked, sl.elect, sl.writer, sl.untimed = false, false, false, false, false
-	sl.tag, sl.fence = 0, 0
+	sl.timer.Flags = 0 // state slotFree and no flags
+	sl.lease, sl.fence = 0, 0
 	sl.prev, sl.next = nil, nil
 	if s.nfree >= s.maxFree {
 		return // a burst's slots go back to the Go heap

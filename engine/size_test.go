@@ -12,8 +12,8 @@ func TestRecordSizes(t *testing.T) {
 	if n := unsafe.Sizeof(resource{}); n > 48 {
 		t.Errorf("resource is %d bytes, want ≤ 48 (Go size class)", n)
 	}
-	if n := unsafe.Sizeof(slot{}); n > 96 {
-		t.Errorf("slot is %d bytes, want ≤ 96 (Go size class)", n)
+	if n := unsafe.Sizeof(slot{}); n > 80 {
+		t.Errorf("slot is %d bytes, want ≤ 80 (Go size class)", n)
 	}
 }
 

@@ -75,7 +75,7 @@ func (e *Engine) watchStats() []vocab.WatchStat {
 func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
 	st := vocab.RWStat{Key: r.key, Waiters: r.queue.n}
 	for h := r.holders; h != nil; h = h.next {
-		if h.writer {
+		if h.writer() {
 			st.Writer = true
 		} else {
 			st.Readers++
@@ -191,8 +191,8 @@ func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 	e.visitInKeyOrder(fx, func(r *resource) bool { return r.queue.n > 0 }, func(sh *shard, r *resource) {
 		for sl := r.queue.head; sl != nil; {
 			next := sl.next
-			if sl.blocked {
-				sess, tag := sl.sess, sl.tag
+			if sl.blocked() {
+				sess, tag := sl.sess, sh.tagOf(sl)
 				r.queue.remove(sl)
 				sh.freeSlotLocked(sl)
 				sh.deliverLocked(sess, Result{Status: vocab.StatusError, Tag: tag})

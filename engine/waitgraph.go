@@ -27,10 +27,10 @@ func (e *Engine) WaitGraph() *deadlock.Graph {
 					Holders: make([]deadlock.Claim, 0, r.nHolders()), Queue: make([]deadlock.Claim, 0, r.queue.n),
 				}
 				for sl := r.holders; sl != nil; sl = sl.next {
-					dr.Holders = append(dr.Holders, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer})
+					dr.Holders = append(dr.Holders, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer()})
 				}
 				for sl := r.queue.head; sl != nil; sl = sl.next {
-					dr.Queue = append(dr.Queue, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer, Blocked: sl.blocked})
+					dr.Queue = append(dr.Queue, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer(), Blocked: sl.blocked()})
 				}
 				g.Resources = append(g.Resources, dr)
 			}
