@@ -96,7 +96,7 @@ func (e *Engine) collectOne(n *timerwheel.Node) {
 	switch n.Kind {
 	case timerSlot:
 		o := slotOf(n)
-		d.key, d.gen = o.res.key, o.gen.Load()
+		d.key, d.gen = o.res.key(), o.gen.Load()
 	case timerKV:
 		o := kvOf(n)
 		d.key, d.gen = o.key, o.ver

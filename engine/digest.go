@@ -101,7 +101,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 					d.slot(sl, s.leaseOf(sl), s.tagOf(sl))
 				}
 			}
-			recs = append(recs, digestRec{uint8(ns), r.key, d.b})
+			recs = append(recs, digestRec{uint8(ns), r.key(), d.b})
 		}
 	}
 	for k, c := range s.counters {

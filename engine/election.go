@@ -116,13 +116,13 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 	leader := sl.sess
 	sh.noteLocked(EventRelease, sl, now)
 	r := sh.dropHolderLocked(sl, evResign, now)
-	if w := sh.findLeaderWatcherLocked(r.key, leader); w != nil && w.holder {
+	if w := sh.findLeaderWatcherLocked(r.key(), leader); w != nil && w.holder {
 		w.holder = false
 		if !w.observer {
-			sh.unwatchLeaderLocked(r.key, leader)
+			sh.unwatchLeaderLocked(r.key(), leader)
 		}
 	}
-	sh.leaderPushLocked(r.key, "resigned", nil)
+	sh.leaderPushLocked(r.key(), "resigned", nil)
 	sh.handOffLocked(r, now)
 	return status(vocab.StatusOK)
 }
@@ -181,7 +181,7 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 // electedLocked runs when an elect is granted: the winner becomes a
 // holder watcher and every other watcher learns of it.
 func (sh *shard) electedLocked(sl *slot) {
-	key, s := sl.res.key, sl.sess
+	key, s := sl.res.key(), sl.sess
 	sh.watchEventLocked(evElect, key)
 	w := sh.findLeaderWatcherLocked(key, s)
 	if w == nil {
@@ -198,7 +198,7 @@ func (sh *shard) electedLocked(sl *slot) {
 // not leadership changes.
 func (sh *shard) failoverLocked(r *resource) {
 	if r.namespace() == nsLock && !r.isRW() && r.limit == 1 {
-		sh.leaderPushLocked(r.key, "failover", nil)
+		sh.leaderPushLocked(r.key(), "failover", nil)
 	}
 }
 

@@ -260,8 +260,8 @@ func (e *Engine) InspectKey(at timerwheel.Instant, key string) []KeyState {
 func (s *shard) eachEntryLocked(prefix string, f func(key string, k KeyKind, ns namespace)) {
 	for ns := range s.res {
 		for r := range s.res[ns].all {
-			if strings.HasPrefix(r.key, prefix) {
-				f(r.key, s.eng.kindOf(namespace(ns), r), namespace(ns))
+			if strings.HasPrefix(r.key(), prefix) {
+				f(r.key(), s.eng.kindOf(namespace(ns), r), namespace(ns))
 			}
 		}
 	}
@@ -358,7 +358,7 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 	}
 	ks.IdleMs = int64(now - r.lastActive)
 	ks.HoldersTotal, ks.WaitersTotal = r.nHolders(), r.queue.n
-	if el := s.elections[r.key]; el != nil {
+	if el := s.elections[r.key()]; el != nil {
 		for _, w := range el.watchers {
 			if w.observer {
 				ks.Observers++

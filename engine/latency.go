@@ -81,7 +81,7 @@ func (sh *shard) waitEndedLocked(sl *slot, now timerwheel.Instant, granted bool)
 		sh.counts.wait.observe(ms)
 	}
 	if o := sh.obs; o != nil {
-		o.hotLocked(KeyRef{Key: sl.res.key, Kind: sh.eng.kindOf(sl.res.namespace(), sl.res)}, granted, ms)
+		o.hotLocked(KeyRef{Key: sl.res.key(), Kind: sh.eng.kindOf(sl.res.namespace(), sl.res)}, granted, ms)
 	}
 }
 

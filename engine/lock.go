@@ -152,7 +152,7 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 		sh.electedLocked(sl)
 	case !sl.twoPhase():
 		// A queued two-phase grant is announced when its w observes it.
-		sh.watchEventLocked(evAcquire, sl.res.key)
+		sh.watchEventLocked(evAcquire, sl.res.key())
 	}
 	return true
 }
@@ -204,7 +204,7 @@ func (sh *shard) dropHolderLocked(sl *slot, event string, now timerwheel.Instant
 	sh.holdEndedLocked(sl, now)
 	r.removeHolder(sl)
 	sh.freeSlotLocked(sl)
-	sh.watchEventLocked(event, r.key)
+	sh.watchEventLocked(event, r.key())
 	return r
 }
 
@@ -244,7 +244,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 		sl.sess = nil
 	}
 	sh.lapseLocked(sl)
-	sh.watchEventLocked(evRelease, r.key)
+	sh.watchEventLocked(evRelease, r.key())
 	sh.handOffLocked(r, now)
 }
 

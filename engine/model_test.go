@@ -782,7 +782,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 		sh.mu.Lock()
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				k := r.key
+				k := r.key()
 				sr := snapRes{limit: int(r.limit), lastActive: int64(r.lastActive)}
 				list := func(l slotRun) []snapSlot {
 					var ss []snapSlot

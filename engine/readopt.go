@@ -30,7 +30,7 @@ func (e *Engine) readopt(sess *session, ns namespace, key []byte, m mode, timeou
 		if sl.twoPhase() {
 			sess.forgetEnqueued(ns, key)
 			sl.set(flagTwoPhase, false)
-			sh.watchEventLocked(evAcquire, sl.res.key)
+			sh.watchEventLocked(evAcquire, sl.res.key())
 			sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 		}
 		sh.touchLocked(r, now)

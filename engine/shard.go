@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -18,11 +19,14 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
-// Fields are ordered and packed to keep it in the 48-byte size class:
-// there is one per live key, so its size is much of the memory a held
-// lock costs (issue #37).
+// There is one per live key, so its size is much of the memory a held
+// lock costs (issue #37). Its key follows it in the same allocation: a
+// resource is the head of a resourceN, whose length byte and key bytes
+// come right after these 32 bytes, or, for a key too long for those, of
+// a resourceOut (resKeyOut). So a key of up to 15 bytes costs nothing
+// beyond the 48-byte size class the resource took alone before, where
+// its string header and bytes took 16 and 16 to 64 more.
 type resource struct {
-	key string
 	// holders is the head of the holders' list, linked through the
 	// slots' next (nil-terminated) and prev; the head's prev is the tail,
 	// so that one pointer serves where a list needs two (slot.go).
@@ -36,17 +40,58 @@ type resource struct {
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
-	// bits holds the number of holders (below resNS) and, above it, the
-	// namespace and whether it is a read-write lock (spec §B.4: readers
-	// share, a writer is alone): one word for what took three.
+	// bits holds the number of holders (below resKeyOut) and, above it,
+	// where the key is, the namespace and whether it is a read-write lock
+	// (spec §B.4: readers share, a writer is alone).
 	bits uint32
 }
 
 const (
+	resKeyOut  = 1 << 29 // bits: the key is a resourceOut's string
 	resNS      = 1 << 30 // bits: the namespace is nsSem
 	resRW      = 1 << 31 // bits: a read-write lock
-	resHolders = resNS - 1
+	resHolders = resKeyOut - 1
 )
+
+// The allocations a resource heads, one per size class up to 96 bytes:
+// the key's length, then its bytes, right after the resource.
+type (
+	resource15 struct {
+		resource
+		n uint8
+		k [15]byte
+	}
+	resource31 struct {
+		resource
+		n uint8
+		k [31]byte
+	}
+	resource47 struct {
+		resource
+		n uint8
+		k [47]byte
+	}
+	resource63 struct {
+		resource
+		n uint8
+		k [63]byte
+	}
+	// resourceOut heads a key longer than 63 bytes, held as a string.
+	resourceOut struct {
+		resource
+		key string
+	}
+)
+
+// key is r's key. It aliases r's allocation, which never changes: it
+// stays valid for as long as it is kept.
+func (r *resource) key() string {
+	if r.bits&resKeyOut != 0 {
+		return (*resourceOut)(unsafe.Pointer(r)).key
+	}
+	p := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(resource{}))
+	return unsafe.String((*byte)(unsafe.Add(p, 1)), *(*uint8)(p))
+}
 
 // namespace is the namespace r is kept in.
 func (r *resource) namespace() namespace {
@@ -67,12 +112,36 @@ func (r *resource) nHolders() int { return int(r.bits & resHolders) }
 // writes a list that holds no slot).
 var noWaiters slotList
 
-// newResource returns a resource with no holder and no waiter.
-func newResource(key string, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
+// newResource returns a resource with no holder and no waiter, its key a
+// copy of key.
+func newResource[K string | []byte](key K, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
 	if ns >= numNamespaces {
 		panic("engine: resource of an unknown namespace")
 	}
-	r := &resource{key: key, queue: &noWaiters, limit: limit, lastActive: lastActive}
+	var r *resource
+	switch n := len(key); {
+	case n <= 15:
+		x := &resource15{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 31:
+		x := &resource31{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 47:
+		x := &resource47{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 63:
+		x := &resource63{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	default:
+		x := &resourceOut{key: string(key)}
+		r = &x.resource
+		r.bits |= resKeyOut
+	}
+	r.queue, r.limit, r.lastActive = &noWaiters, limit, lastActive
 	if ns == nsSem {
 		r.bits |= resNS
 	}
@@ -211,7 +280,7 @@ func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		e.keys.Add(-1)
 		return nil
 	}
-	r := newResource(string(key), ns, int32(m.limit), m.rw, now.Tick())
+	r := newResource(key, ns, int32(m.limit), m.rw, now.Tick())
 	s.res[ns].put(r)
 	return r
 }

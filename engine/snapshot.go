@@ -128,13 +128,13 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		}
 	}
 	slices.SortFunc(res, func(a, b resRec) int {
-		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(a.r.key, b.r.key))
+		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(a.r.key(), b.r.key()))
 	})
 	sw.u(uint64(len(res)))
 	for _, rr := range res {
 		r := rr.r
 		sw.u(uint64(rr.ns))
-		sw.s(r.key)
+		sw.s(r.key())
 		sw.i(int64(r.limit))
 		sw.bool(r.isRW())
 		sw.i(int64(r.lastActive))
@@ -155,13 +155,13 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	}
 	slices.SortFunc(lapsed, func(x, y lapsedRec) int {
 		a, b := x.sl, y.sl
-		return cmp.Or(cmp.Compare(a.res.namespace(), b.res.namespace()), strings.Compare(a.res.key, b.res.key),
+		return cmp.Or(cmp.Compare(a.res.namespace(), b.res.namespace()), strings.Compare(a.res.key(), b.res.key()),
 			cmp.Compare(sessID(a), sessID(b)), cmp.Compare(a.fence, b.fence))
 	})
 	sw.u(uint64(len(lapsed)))
 	for _, l := range lapsed {
 		sw.u(uint64(l.sl.res.namespace()))
-		sw.s(l.sl.res.key)
+		sw.s(l.sl.res.key())
 		slotOut(l.sh, l.sl)
 	}
 

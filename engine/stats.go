@@ -73,7 +73,7 @@ func (e *Engine) watchStats() []vocab.WatchStat {
 }
 
 func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
-	st := vocab.RWStat{Key: r.key, Waiters: r.queue.n}
+	st := vocab.RWStat{Key: r.key(), Waiters: r.queue.n}
 	for h := r.holders; h != nil; h = h.next {
 		if h.writer() {
 			st.Writer = true
@@ -103,7 +103,7 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 			}
 			asLock := e.kindOf(namespace(ns), r) == KeyLock
 			if r.idle() {
-				is := vocab.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
+				is := vocab.IdleStat{Key: r.key(), IdleS: seconds(now - r.lastActive)}
 				if asLock {
 					st.IdleLocks = append(st.IdleLocks, is)
 				} else {
@@ -112,10 +112,10 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 				continue
 			}
 			if !asLock {
-				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.nHolders(), Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key(), Limit: int(r.limit), Holders: r.nHolders(), Waiters: r.queue.n})
 				continue
 			}
-			ls := vocab.LockStat{Key: r.key, Waiters: r.queue.n}
+			ls := vocab.LockStat{Key: r.key(), Waiters: r.queue.n}
 			if h := r.holders; h != nil {
 				ls.OwnerConnID = h.sess.connID.Load()
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
@@ -222,7 +222,7 @@ func (e *Engine) visitInKeyOrder(fx *Effects, pick func(*resource) bool, f func(
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
 				if pick(r) {
-					refs = append(refs, ref{sh, r.key, namespace(ns)})
+					refs = append(refs, ref{sh, r.key(), namespace(ns)})
 				}
 			}
 		}

@@ -37,7 +37,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 			return res
 		}
 		sl.set(flagTwoPhase, true)
-		sess.rememberEnqueued(ns, r.key, sl, sh.index)
+		sess.rememberEnqueued(ns, r.key(), sl, sh.index)
 		res.Status = vocab.StatusAcquired
 		return res
 	}
@@ -46,7 +46,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
 	sl.set(flagTwoPhase, true) // no timer until w
-	sess.rememberEnqueued(ns, r.key, sl, sh.index)
+	sess.rememberEnqueued(ns, r.key(), sl, sh.index)
 	return status(vocab.StatusQueued)
 }
 
@@ -74,7 +74,7 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 		}
 		// Observing the grant restarts its lease (every dflockd version).
 		sl.set(flagTwoPhase, false)
-		sh.watchEventLocked(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
+		sh.watchEventLocked(evAcquire, sl.res.key()) // w succeeded (§B.10: e+w fast path emits twice)
 		sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 		sh.touchLocked(sl.res, now)
 		return sh.grantResult(sl)

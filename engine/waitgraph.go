@@ -23,7 +23,7 @@ func (e *Engine) WaitGraph() *deadlock.Graph {
 					continue
 				}
 				dr := deadlock.Resource{
-					Key: r.key, Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.isRW(),
+					Key: r.key(), Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.isRW(),
 					Holders: make([]deadlock.Claim, 0, r.nHolders()), Queue: make([]deadlock.Claim, 0, r.queue.n),
 				}
 				for sl := r.holders; sl != nil; sl = sl.next {
