@@ -28,9 +28,9 @@ type session struct {
 	// claims records every slot this session created. Entries go stale
 	// when a slot is freed by anyone (release by token from another
 	// session, lease expiry); the gen stamp recognises them, and
-	// compaction drops them in bulk so the slice stays proportional to
-	// what the session really holds.
-	claims []claim
+	// compaction drops them in bulk so the log stays proportional to
+	// what the session really holds (claimlog.go).
+	claims claimLog
 	// enq is the two-phase state per (namespace, key), consumed by w.
 	// Entries whose slot was freed by someone else (a release by token,
 	// the GC forgetting a lapsed grant) go stale; rememberEnqueued sweeps
@@ -76,17 +76,10 @@ const minCompact = 16
 // record notes a slot created for this session on shard sh. Called
 // under sl's shard lock by the session's goroutine.
 func (s *session) record(sl *slot, sh int) {
-	if len(s.claims) == cap(s.claims) && len(s.claims) >= minCompact {
-		live := s.claims[:0]
-		for _, c := range s.claims {
-			if c.live() {
-				live = append(live, c)
-			}
-		}
-		clear(s.claims[len(live):])
-		s.claims = live
+	if l := &s.claims; l.len() >= max(l.compactAt, minCompact) {
+		l.compact(claim.live)
 	}
-	s.claims = append(s.claims, claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)})
+	s.claims.push(claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)})
 }
 
 // enqueued returns the slot of this session's pending two-phase enqueue on
@@ -266,7 +259,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	e.watches.RemoveAll(s.id)
 	e.leaveElections(s, fx)
 	for _, holds := range [2]bool{false, true} {
-		for _, c := range s.claims {
+		for c := range s.claims.all {
 			sl := c.sl
 			sh := &e.shards[c.shard]
 			sh.lock(fx)
@@ -293,7 +286,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 		w.sh.unlock()
 		s.bar = nil
 	}
-	s.claims = nil
+	s.claims = claimLog{}
 	s.enq = [numNamespaces]map[string]claim{}
 	// What it sent behind its wait never runs. Only a queue that exists
 	// is dropped: on a single node, where loops apply side by side and no
@@ -320,7 +313,7 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 // or, with tag 0, a blocking pop or a barrier wait. With withdraw it also
 // withdraws that wait (cancel), under the lock it found it under.
 func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.Instant, fx *Effects) bool {
-	for _, c := range s.claims {
+	for c := range s.claims.all {
 		if !c.live() {
 			continue
 		}

@@ -169,7 +169,7 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	// elections it is registered on.
 	for _, s := range live {
 		var claims []uint64
-		for _, c := range s.claims {
+		for c := range s.claims.all {
 			if c.live() && c.sl.sess == s {
 				if id, ok := ids[c.sl]; ok {
 					claims = append(claims, id)
@@ -501,7 +501,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 	}
 	for _, s := range live {
 		for range sr.count() {
-			s.claims = append(s.claims, slotRef())
+			s.claims.push(slotRef())
 		}
 		for ns := range numNamespaces {
 			for range sr.count() {
