@@ -95,7 +95,7 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 			d.u64(uint64(r.limit))
 			d.bool(r.isRW())
 			d.u64(uint64(r.lastActive))
-			for _, l := range r.runs() {
+			for _, l := range s.runs(r) {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
 					d.slot(sl, s.leaseOf(sl), s.tagOf(sl))

@@ -73,7 +73,7 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 	if e.draining.Load() {
 		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
 	}
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
@@ -120,11 +120,11 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 		sh.releaseHolderLocked(sl, now)
 		return Result{Status: vocab.StatusOK, Tag: tag}
 	}
-	for sl := r.queue.head; sl != nil; sl = sl.next {
+	for sl := sh.queueOf(r).head; sl != nil; sl = sl.next {
 		if sl.sess == s && sl.blocked() && sh.tagOf(sl) != 0 {
 			tag := sh.tagOf(sl)
 			sh.noteLocked(EventCancel, sl, now)
-			r.queue.remove(sl)
+			sh.removeWaiterLocked(r, sl)
 			sh.freeSlotLocked(sl)
 			sh.touchLocked(r, now)
 			return Result{Status: vocab.StatusNil, Tag: tag}
@@ -186,7 +186,7 @@ func (e *Engine) LockCounts() (held, waiting int) {
 			if r.nHolders() > 0 {
 				held++
 			}
-			waiting += r.queue.n
+			waiting += sh.queueOf(r).n
 		}
 		sh.mu.Unlock()
 	}

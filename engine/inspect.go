@@ -357,7 +357,7 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 		ks.Limit = 0
 	}
 	ks.IdleMs = int64(now - r.lastActive)
-	ks.HoldersTotal, ks.WaitersTotal = r.nHolders(), r.queue.n
+	ks.HoldersTotal, ks.WaitersTotal = r.nHolders(), s.queueOf(r).n
 	if el := s.elections[r.key()]; el != nil {
 		for _, w := range el.watchers {
 			if w.observer {
@@ -376,7 +376,7 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 		}
 		ks.Holders = append(ks.Holders, h)
 	}
-	for sl := r.queue.head; sl != nil && len(ks.Waiters) < MaxListed; sl = sl.next {
+	for sl := s.queueOf(r).head; sl != nil && len(ks.Waiters) < MaxListed; sl = sl.next {
 		w := WaiterState{Claimant: s.eng.claimantOf(sl.sess), Writer: sl.writer(), Blocked: sl.blocked(), WaitedMs: -1, TimeoutRemainingMs: -1}
 		if sl.timer.Armed() {
 			w.TimeoutRemainingMs = max(0, int64(sl.timer.Deadline()-now))

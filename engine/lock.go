@@ -19,7 +19,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		*out = Result{Status: st}
 		return
 	}
-	queue := r.queue.n != 0 || !r.fits(m.writer)
+	queue := r.waiting() || !r.fits(m.writer)
 	if st := sess.admitClaim(queue && timeoutMs > 0); st != vocab.StatusOK {
 		*out = Result{Status: st} // the identity's quota (tenant.go)
 		return
@@ -29,7 +29,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		return
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		*out = Result{Status: vocab.StatusErrorMaxWaiters}
 		return
 	}
@@ -52,7 +52,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
 func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, ok bool) {
-	if r.queue.n != 0 || !r.fits(m.writer) {
+	if r.waiting() || !r.fits(m.writer) {
 		return nil, false
 	}
 	sl = sh.newSlotLocked(r, sess)
@@ -88,7 +88,7 @@ func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, 
 	sl.set(flagElect, m.elect)
 	sl.setState(slotWaiting)
 	stamp(sl, now)
-	r.ownQueue().pushBack(sl)
+	sh.pushWaiterLocked(r, sl)
 	sh.noteLocked(EventQueue, sl, now)
 	sess.record(sl, sh.index)
 	sh.touchLocked(r, now)
@@ -169,9 +169,12 @@ func (sh *shard) grantResult(sl *slot) (r Result) {
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
 func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
-	for r.queue.n > 0 && r.fits(r.queue.head.writer()) {
-		sl := r.queue.head
-		r.queue.remove(sl)
+	for r.waiting() {
+		sl := sh.queueOf(r).head
+		if !r.fits(sl.writer()) {
+			break
+		}
+		sh.removeWaiterLocked(r, sl)
 		sess, blocked, tag := sl.sess, sl.blocked(), sh.tagOf(sl)
 		sl.set(flagBlocked, false)
 		if len(sh.elections) != 0 {
@@ -227,7 +230,7 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventExpire, sl, now) // names the holder that lost the key
 	sh.counts.expiries++
-	if !sl.twoPhase() && !(sh.eng.rf() && sl.res.queue.n == 0) {
+	if !sl.twoPhase() && !(sh.eng.rf() && !sl.res.waiting()) {
 		sh.releaseHolderLocked(sl, now)
 		return
 	}
@@ -265,7 +268,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 // re-evaluated; for locks and semaphores that finds nothing to grant.
 func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Instant) {
 	r := sl.res
-	r.queue.remove(sl)
+	sh.removeWaiterLocked(r, sl)
 	sh.freeSlotLocked(sl)
 	sh.handOffLocked(r, now)
 }

@@ -43,15 +43,15 @@ func (e *Engine) Metrics() Metrics {
 				switch {
 				case r.isRW():
 					m.RWHolders += r.nHolders()
-					m.RWWaiters += r.queue.n
+					m.RWWaiters += sh.queueOf(r).n
 				case r.limit == 1:
 					if r.nHolders() > 0 {
 						m.LocksHeld++
 					}
-					m.LockWaiters += r.queue.n
+					m.LockWaiters += sh.queueOf(r).n
 				default:
 					m.SemaphoreSlots += r.nHolders()
-					m.SemaphoreWaiters += r.queue.n
+					m.SemaphoreWaiters += sh.queueOf(r).n
 				}
 			}
 		}

@@ -796,7 +796,7 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					}
 					return ss
 				}
-				runs := r.runs()
+				runs := sh.runs(r)
 				sr.holders = list(runs[0])
 				sr.queue = list(runs[1])
 				out[resKey{namespace(ns), k}] = sr

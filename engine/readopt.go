@@ -36,7 +36,7 @@ func (e *Engine) readopt(sess *session, ns namespace, key []byte, m mode, timeou
 		sh.touchLocked(r, now)
 		return sh.grantResult(sl), true
 	}
-	for sl := r.queue.head; sl != nil; sl = sl.next {
+	for sl := sh.queueOf(r).head; sl != nil; sl = sl.next {
 		if sl.sess != sess || sl.writer() != m.writer || sl.elect() {
 			continue
 		}

@@ -22,61 +22,62 @@ const (
 // There is one per live key, so its size is much of the memory a held
 // lock costs (issue #37). Its key follows it in the same allocation: a
 // resource is the head of a resourceN, whose length byte and key bytes
-// come right after these 32 bytes, or, for a key too long for those, of
-// a resourceOut (resKeyOut). So a key of up to 15 bytes costs nothing
-// beyond the 48-byte size class the resource took alone before, where
-// its string header and bytes took 16 and 16 to 64 more.
+// come right after these 24 bytes, or, for a key too long for those, of
+// a resourceOut (resKeyOut). So a key of up to 23 bytes costs nothing
+// beyond the 48-byte size class, where a resource alone took 64 bytes
+// before and its key's string header and bytes 16 and 16 to 64 more.
+// Its FIFO queue is in the shard's queues (shard.queueOf): most held
+// locks never see a waiter, and a pointer to one would cost each of them
+// the step from one size class to the next.
 type resource struct {
 	// holders is the head of the holders' list, linked through the
 	// slots' next (nil-terminated) and prev; the head's prev is the tail,
 	// so that one pointer serves where a list needs two (slot.go).
 	holders *slot
-	// queue is &noWaiters until the key's first waiter, then a list of
-	// its own for the resource's life: most held locks never see a
-	// waiter, and an inline list would cost each of them 24 bytes, a
-	// step up a size class (issue #21).
-	queue *slotList
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
-	// bits holds the number of holders (below resKeyOut) and, above it,
+	// bits holds the number of holders (below resWaiting) and, above it,
+	// whether its queue holds a waiter, whether it has a queue at all,
 	// where the key is, the namespace and whether it is a read-write lock
 	// (spec §B.4: readers share, a writer is alone).
 	bits uint32
 }
 
 const (
+	resWaiting = 1 << 27 // bits: its queue holds a waiter
+	resQueue   = 1 << 28 // bits: it has a queue, in its shard's queues
 	resKeyOut  = 1 << 29 // bits: the key is a resourceOut's string
 	resNS      = 1 << 30 // bits: the namespace is nsSem
 	resRW      = 1 << 31 // bits: a read-write lock
-	resHolders = resKeyOut - 1
+	resHolders = resWaiting - 1
 )
 
 // The allocations a resource heads, one per size class up to 96 bytes:
 // the key's length, then its bytes, right after the resource.
 type (
-	resource15 struct {
+	resource23 struct {
 		resource
 		n uint8
-		k [15]byte
+		k [23]byte
 	}
-	resource31 struct {
+	resource39 struct {
 		resource
 		n uint8
-		k [31]byte
+		k [39]byte
 	}
-	resource47 struct {
+	resource55 struct {
 		resource
 		n uint8
-		k [47]byte
+		k [55]byte
 	}
-	resource63 struct {
+	resource71 struct {
 		resource
 		n uint8
-		k [63]byte
+		k [71]byte
 	}
-	// resourceOut heads a key longer than 63 bytes, held as a string.
+	// resourceOut heads a key longer than 71 bytes, held as a string.
 	resourceOut struct {
 		resource
 		key string
@@ -120,20 +121,20 @@ func newResource[K string | []byte](key K, ns namespace, limit int32, rw bool, l
 	}
 	var r *resource
 	switch n := len(key); {
-	case n <= 15:
-		x := &resource15{n: uint8(n)}
+	case n <= 23:
+		x := &resource23{n: uint8(n)}
 		copy(x.k[:], key)
 		r = &x.resource
-	case n <= 31:
-		x := &resource31{n: uint8(n)}
+	case n <= 39:
+		x := &resource39{n: uint8(n)}
 		copy(x.k[:], key)
 		r = &x.resource
-	case n <= 47:
-		x := &resource47{n: uint8(n)}
+	case n <= 55:
+		x := &resource55{n: uint8(n)}
 		copy(x.k[:], key)
 		r = &x.resource
-	case n <= 63:
-		x := &resource63{n: uint8(n)}
+	case n <= 71:
+		x := &resource71{n: uint8(n)}
 		copy(x.k[:], key)
 		r = &x.resource
 	default:
@@ -141,7 +142,7 @@ func newResource[K string | []byte](key K, ns namespace, limit int32, rw bool, l
 		r = &x.resource
 		r.bits |= resKeyOut
 	}
-	r.queue, r.limit, r.lastActive = &noWaiters, limit, lastActive
+	r.limit, r.lastActive = limit, lastActive
 	if ns == nsSem {
 		r.bits |= resNS
 	}
@@ -151,15 +152,44 @@ func newResource[K string | []byte](key K, ns namespace, limit int32, rw bool, l
 	return r
 }
 
-// ownQueue returns r's queue for appending, giving r one of its own first.
-func (r *resource) ownQueue() *slotList {
-	if r.queue == &noWaiters {
-		r.queue = new(slotList)
+// waiting reports whether r's queue holds a waiter.
+func (r *resource) waiting() bool { return r.bits&resWaiting != 0 }
+
+func (r *resource) idle() bool { return r.holders == nil && !r.waiting() }
+
+// queueOf returns r's FIFO queue: &noWaiters until r's first waiter, then
+// a list of its own, kept for r's life in the shard's queues (so that a
+// busy key's hand-offs do not allocate).
+func (s *shard) queueOf(r *resource) *slotList {
+	if r.bits&resQueue == 0 {
+		return &noWaiters
 	}
-	return r.queue
+	return s.queues[r]
 }
 
-func (r *resource) idle() bool { return r.holders == nil && r.queue.n == 0 }
+// pushWaiterLocked appends sl to r's queue, giving r one first.
+func (s *shard) pushWaiterLocked(r *resource, sl *slot) {
+	q := s.queueOf(r)
+	if r.bits&resQueue == 0 {
+		if s.queues == nil {
+			s.queues = make(map[*resource]*slotList)
+		}
+		q = new(slotList)
+		s.queues[r] = q
+		r.bits |= resQueue
+	}
+	q.pushBack(sl)
+	r.bits |= resWaiting
+}
+
+// removeWaiterLocked takes sl out of r's queue.
+func (s *shard) removeWaiterLocked(r *resource, sl *slot) {
+	q := s.queues[r]
+	q.remove(sl)
+	if q.n == 0 {
+		r.bits &^= resWaiting
+	}
+}
 
 // fits reports whether one more holder of the given side may hold r now.
 // A writer of a read-write lock holds alone, so a held write side is the
@@ -219,6 +249,9 @@ type shard struct {
 	// lapses so that its renew answers error_lease_expired (lock.go,
 	// expireHolderLocked). Nil until the first.
 	lapsedFences map[uint64]*slot
+	// queues holds the FIFO queue of each resource that has had a waiter
+	// (resQueue), for the resource's life. Nil until the first.
+	queues map[*resource]*slotList
 	// extras holds what a slot rarely has and has no room for: the tag
 	// of a tagged acquire, a lease of 2^32 ms or more (slot.go). Nil
 	// until the first.
@@ -308,7 +341,15 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 		sl = next
 	}
 	for i := range s.res {
-		n := s.res[i].sweep(func(r *resource) bool { return r.idle() && old(r.lastActive) })
+		n := s.res[i].sweep(func(r *resource) bool {
+			if !r.idle() || !old(r.lastActive) {
+				return false
+			}
+			if r.bits&resQueue != 0 {
+				delete(s.queues, r) // called once for a resource it drops
+			}
+			return true
+		})
 		s.eng.keys.Add(-int64(n))
 	}
 	// Zero counters go like idle locks; non-zero ones never expire (§B.5).

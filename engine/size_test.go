@@ -11,8 +11,8 @@ import (
 // RSS per lock, issue #37). Growing one past its size class should be a
 // deliberate decision.
 func TestRecordSizes(t *testing.T) {
-	if n := unsafe.Sizeof(resource{}); n != 32 {
-		t.Errorf("resource is %d bytes, want 32 (the key's bytes follow it)", n)
+	if n := unsafe.Sizeof(resource{}); n != 24 {
+		t.Errorf("resource is %d bytes, want 24 (the key's bytes follow it)", n)
 	}
 	// Each allocation a resource heads fills its size class, and its
 	// key's length byte sits right after the resource (resource.key).
@@ -21,11 +21,11 @@ func TestRecordSizes(t *testing.T) {
 		size, off uintptr
 		want      uintptr
 	}{
-		{"resource15", unsafe.Sizeof(resource15{}), unsafe.Offsetof(resource15{}.n), 48},
-		{"resource31", unsafe.Sizeof(resource31{}), unsafe.Offsetof(resource31{}.n), 64},
-		{"resource47", unsafe.Sizeof(resource47{}), unsafe.Offsetof(resource47{}.n), 80},
-		{"resource63", unsafe.Sizeof(resource63{}), unsafe.Offsetof(resource63{}.n), 96},
-		{"resourceOut", unsafe.Sizeof(resourceOut{}), unsafe.Sizeof(resource{}), 48},
+		{"resource23", unsafe.Sizeof(resource23{}), unsafe.Offsetof(resource23{}.n), 48},
+		{"resource39", unsafe.Sizeof(resource39{}), unsafe.Offsetof(resource39{}.n), 64},
+		{"resource55", unsafe.Sizeof(resource55{}), unsafe.Offsetof(resource55{}.n), 80},
+		{"resource71", unsafe.Sizeof(resource71{}), unsafe.Offsetof(resource71{}.n), 96},
+		{"resourceOut", unsafe.Sizeof(resourceOut{}), unsafe.Sizeof(resource{}), 40},
 	} {
 		if c.size != c.want || c.off != unsafe.Sizeof(resource{}) {
 			t.Errorf("%s is %d bytes with its key at %d, want %d and %d", c.name, c.size, c.off, c.want, unsafe.Sizeof(resource{}))

@@ -250,8 +250,9 @@ type slotRun struct {
 }
 
 // runs returns r's holders and then its queue.
-func (r *resource) runs() [2]slotRun {
-	return [2]slotRun{{r.nHolders(), r.holders}, {r.queue.n, r.queue.head}}
+func (s *shard) runs(r *resource) [2]slotRun {
+	q := s.queueOf(r)
+	return [2]slotRun{{r.nHolders(), r.holders}, {q.n, q.head}}
 }
 
 // holderByFence returns the holder of r with the grant of fence f, or nil.

@@ -138,7 +138,7 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		sw.i(int64(r.limit))
 		sw.bool(r.isRW())
 		sw.i(int64(r.lastActive))
-		for _, l := range r.runs() {
+		for _, l := range rr.sh.runs(r) {
 			sw.u(uint64(l.n))
 			for sl := l.head; sl != nil; sl = sl.next {
 				slotOut(rr.sh, sl)
@@ -316,7 +316,7 @@ func (e *Engine) closedHolders() []*session {
 		sh := &e.shards[i]
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				for _, l := range r.runs() {
+				for _, l := range sh.runs(r) {
 					for sl := l.head; sl != nil; sl = sl.next {
 						note(sl)
 					}
@@ -478,7 +478,7 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 			r.pushHolder(slotIn(sh, r))
 		}
 		for range sr.count() {
-			r.ownQueue().pushBack(slotIn(sh, r))
+			sh.pushWaiterLocked(r, slotIn(sh, r))
 		}
 	}
 	for range sr.count() {

@@ -72,8 +72,8 @@ func (e *Engine) watchStats() []vocab.WatchStat {
 	return out
 }
 
-func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
-	st := vocab.RWStat{Key: r.key(), Waiters: r.queue.n}
+func (e *Engine) rwStatOf(sh *shard, r *resource) vocab.RWStat {
+	st := vocab.RWStat{Key: r.key(), Waiters: sh.queueOf(r).n}
 	for h := r.holders; h != nil; h = h.next {
 		if h.writer() {
 			st.Writer = true
@@ -97,7 +97,7 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 		for r := range sh.res[ns].all {
 			if r.isRW() {
 				if all && !r.idle() { // idle read-write locks are not listed (§F.1)
-					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
+					st.RWLocks = append(st.RWLocks, e.rwStatOf(sh, r))
 				}
 				continue
 			}
@@ -112,10 +112,10 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 				continue
 			}
 			if !asLock {
-				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key(), Limit: int(r.limit), Holders: r.nHolders(), Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key(), Limit: int(r.limit), Holders: r.nHolders(), Waiters: sh.queueOf(r).n})
 				continue
 			}
-			ls := vocab.LockStat{Key: r.key(), Waiters: r.queue.n}
+			ls := vocab.LockStat{Key: r.key(), Waiters: sh.queueOf(r).n}
 			if h := r.holders; h != nil {
 				ls.OwnerConnID = h.sess.connID.Load()
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
@@ -188,12 +188,12 @@ func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 		}
 		sh.unlock()
 	}
-	e.visitInKeyOrder(fx, func(r *resource) bool { return r.queue.n > 0 }, func(sh *shard, r *resource) {
-		for sl := r.queue.head; sl != nil; {
+	e.visitInKeyOrder(fx, func(r *resource) bool { return r.waiting() }, func(sh *shard, r *resource) {
+		for sl := sh.queueOf(r).head; sl != nil; {
 			next := sl.next
 			if sl.blocked() {
 				sess, tag := sl.sess, sh.tagOf(sl)
-				r.queue.remove(sl)
+				sh.removeWaiterLocked(r, sl)
 				sh.freeSlotLocked(sl)
 				sh.deliverLocked(sess, Result{Status: vocab.StatusError, Tag: tag})
 			}

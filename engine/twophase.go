@@ -27,7 +27,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 	if r == nil {
 		return status(st)
 	}
-	if st := sess.admitClaim(r.queue.n != 0 || !r.fits(m.writer)); st != vocab.StatusOK {
+	if st := sess.admitClaim(r.waiting() || !r.fits(m.writer)); st != vocab.StatusOK {
 		return status(st) // the identity's quota (tenant.go)
 	}
 	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
@@ -41,7 +41,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 		res.Status = vocab.StatusAcquired
 		return res
 	}
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
