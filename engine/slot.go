@@ -176,7 +176,7 @@ type slotList struct {
 
 func (l *slotList) pushBack(s *slot) {
 	if l == &noWaiters {
-		panic("engine: append to the shared empty queue (use resource.ownQueue)")
+		panic("engine: append to the shared empty queue (use shard.pushWaiterLocked)")
 	}
 	s.prev, s.next = l.tail, nil
 	if l.tail != nil {
