@@ -56,16 +56,17 @@ func (l *claimLog) at(i int) *claim {
 	return &l.rest[i/claimChunk][i%claimChunk]
 }
 
-// all yields every claim in order, for range-over-func. The log must not
-// change during the iteration.
-func (l *claimLog) all(yield func(claim) bool) {
-	for _, c := range l.head {
-		if !yield(c) {
-			return
-		}
+// chunks yields the claims in order, a slice at a time, for
+// range-over-func: a caller's loop over each slice is a plain one, where
+// a call per claim cost a hand-off 15 % (findWait runs on every request of
+// a session whose last request waited). The log must not change during
+// the iteration.
+func (l *claimLog) chunks(yield func([]claim) bool) {
+	if len(l.head) > 0 && !yield(l.head) {
+		return
 	}
-	for i := range l.n {
-		if !yield(l.rest[i/claimChunk][i%claimChunk]) {
+	for i := 0; i < l.n; i += claimChunk {
+		if !yield(l.rest[i/claimChunk][:min(claimChunk, l.n-i)]) {
 			return
 		}
 	}
@@ -75,6 +76,22 @@ func (l *claimLog) all(yield func(claim) bool) {
 // keeps the chunks the log will fill before its next compaction, when it
 // has doubled, and drops the others.
 func (l *claimLog) compact(keep func(claim) bool) {
+	if l.n == 0 { // all in head: the common case, as the slice did it
+		live := l.head[:0]
+		for _, c := range l.head {
+			if keep(c) {
+				live = append(live, c)
+			}
+		}
+		clear(l.head[len(live):])
+		l.head = live
+		l.compactAt = 2 * len(live)
+		if need := max(0, (2*len(live)-1)/claimChunk); need < len(l.rest) {
+			clear(l.rest[need:])
+			l.rest = l.rest[:need]
+		}
+		return
+	}
 	total, k := l.len(), 0
 	for i := range total {
 		if c := *l.at(i); keep(c) {

@@ -37,8 +37,8 @@ func TestClaimLogModel(t *testing.T) {
 			}
 			if step%97 == 0 || step == 2999 {
 				var got []claim
-				for c := range l.all {
-					got = append(got, c)
+				for cs := range l.chunks {
+					got = append(got, cs...)
 				}
 				if !slices.Equal(got, model) {
 					t.Fatalf("seed %d step %d: claims differ from the model", seed, step)

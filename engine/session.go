@@ -259,14 +259,16 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	e.watches.RemoveAll(s.id)
 	e.leaveElections(s, fx)
 	for _, holds := range [2]bool{false, true} {
-		for c := range s.claims.all {
-			sl := c.sl
-			sh := &e.shards[c.shard]
-			sh.lock(fx)
-			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state() == slotHolding) == holds {
-				e.dropClaimLocked(sh, sl, now, keep)
+		for claims := range s.claims.chunks {
+			for _, c := range claims {
+				sl := c.sl
+				sh := &e.shards[c.shard]
+				sh.lock(fx)
+				if sl.gen.Load() == c.gen && sl.sess == s && (sl.state() == slotHolding) == holds {
+					e.dropClaimLocked(sh, sl, now, keep)
+				}
+				sh.unlock()
 			}
-			sh.unlock()
 		}
 	}
 	if w := s.pop; w != nil {
@@ -313,21 +315,23 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 // or, with tag 0, a blocking pop or a barrier wait. With withdraw it also
 // withdraws that wait (cancel), under the lock it found it under.
 func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.Instant, fx *Effects) bool {
-	for c := range s.claims.all {
-		if !c.live() {
-			continue
-		}
-		sl := c.sl
-		sh := &e.shards[c.shard]
-		sh.lock(fx)
-		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state() == slotWaiting && sl.blocked() && sh.tagOf(sl) == tag
-		if found && withdraw {
-			sh.noteLocked(EventCancel, sl, now)
-			sh.dropWaiterLocked(sl, now)
-		}
-		sh.unlock()
-		if found {
-			return true
+	for claims := range s.claims.chunks {
+		for _, c := range claims {
+			if !c.live() {
+				continue
+			}
+			sl := c.sl
+			sh := &e.shards[c.shard]
+			sh.lock(fx)
+			found := sl.gen.Load() == c.gen && sl.sess == s && sl.state() == slotWaiting && sl.blocked() && sh.tagOf(sl) == tag
+			if found && withdraw {
+				sh.noteLocked(EventCancel, sl, now)
+				sh.dropWaiterLocked(sl, now)
+			}
+			sh.unlock()
+			if found {
+				return true
+			}
 		}
 	}
 	if tag != 0 {

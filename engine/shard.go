@@ -164,7 +164,12 @@ func (s *shard) queueOf(r *resource) *slotList {
 	if r.bits&resQueue == 0 {
 		return &noWaiters
 	}
-	return s.queues[r]
+	if s.lastQueue.r == r {
+		return s.lastQueue.q
+	}
+	q := s.queues[r]
+	s.lastQueue.r, s.lastQueue.q = r, q
+	return q
 }
 
 // pushWaiterLocked appends sl to r's queue, giving r one first.
@@ -177,6 +182,7 @@ func (s *shard) pushWaiterLocked(r *resource, sl *slot) {
 		q = new(slotList)
 		s.queues[r] = q
 		r.bits |= resQueue
+		s.lastQueue.r, s.lastQueue.q = r, q
 	}
 	q.pushBack(sl)
 	r.bits |= resWaiting
@@ -184,7 +190,7 @@ func (s *shard) pushWaiterLocked(r *resource, sl *slot) {
 
 // removeWaiterLocked takes sl out of r's queue.
 func (s *shard) removeWaiterLocked(r *resource, sl *slot) {
-	q := s.queues[r]
+	q := s.queueOf(r)
 	q.remove(sl)
 	if q.n == 0 {
 		r.bits &^= resWaiting
@@ -252,6 +258,12 @@ type shard struct {
 	// queues holds the FIFO queue of each resource that has had a waiter
 	// (resQueue), for the resource's life. Nil until the first.
 	queues map[*resource]*slotList
+	// lastQueue is the latest queue queueOf found: a busy key's waits
+	// and hand-offs then skip the map. The GC clears it with its key.
+	lastQueue struct {
+		r *resource
+		q *slotList
+	}
 	// extras holds what a slot rarely has and has no room for: the tag
 	// of a tagged acquire, a lease of 2^32 ms or more (slot.go). Nil
 	// until the first.
@@ -347,6 +359,9 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 			}
 			if r.bits&resQueue != 0 {
 				delete(s.queues, r) // called once for a resource it drops
+				if s.lastQueue.r == r {
+					s.lastQueue.r, s.lastQueue.q = nil, nil
+				}
 			}
 			return true
 		})

@@ -169,10 +169,12 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	// elections it is registered on.
 	for _, s := range live {
 		var claims []uint64
-		for c := range s.claims.all {
-			if c.live() && c.sl.sess == s {
-				if id, ok := ids[c.sl]; ok {
-					claims = append(claims, id)
+		for cs := range s.claims.chunks {
+			for _, c := range cs {
+				if c.live() && c.sl.sess == s {
+					if id, ok := ids[c.sl]; ok {
+						claims = append(claims, id)
+					}
 				}
 			}
 		}
