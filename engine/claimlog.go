@@ -56,20 +56,21 @@ func (l *claimLog) at(i int) *claim {
 	return &l.rest[i/claimChunk][i%claimChunk]
 }
 
-// chunks yields the claims in order, a slice at a time, for
-// range-over-func: a caller's loop over each slice is a plain one, where
-// a call per claim cost a hand-off 15 % (findWait runs on every request of
-// a session whose last request waited). The log must not change during
-// the iteration.
-func (l *claimLog) chunks(yield func([]claim) bool) {
-	if len(l.head) > 0 && !yield(l.head) {
-		return
+// Callers read the claims in order a slice at a time, chunk(0) to
+// chunk(nchunks()-1), in plain loops: a call per claim (an iterator)
+// cost a hand-off 15 %, as findWait runs on every request of a session
+// whose last request waited. The log must not change meanwhile.
+
+// nchunks is the number of slices chunk serves.
+func (l *claimLog) nchunks() int { return 1 + (l.n+claimChunk-1)/claimChunk }
+
+// chunk is the i-th slice of claims: head, then rest's chunks as filled.
+func (l *claimLog) chunk(i int) []claim {
+	if i == 0 {
+		return l.head
 	}
-	for i := 0; i < l.n; i += claimChunk {
-		if !yield(l.rest[i/claimChunk][:min(claimChunk, l.n-i)]) {
-			return
-		}
-	}
+	i = (i - 1) * claimChunk
+	return l.rest[i/claimChunk][:min(claimChunk, l.n-i)]
 }
 
 // compact keeps, in order, the claims for which keep reports true. It

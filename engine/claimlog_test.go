@@ -37,7 +37,8 @@ func TestClaimLogModel(t *testing.T) {
 			}
 			if step%97 == 0 || step == 2999 {
 				var got []claim
-				for cs := range l.chunks {
+				for i := range l.nchunks() {
+					cs := l.chunk(i)
 					got = append(got, cs...)
 				}
 				if !slices.Equal(got, model) {

@@ -259,7 +259,8 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	e.watches.RemoveAll(s.id)
 	e.leaveElections(s, fx)
 	for _, holds := range [2]bool{false, true} {
-		for claims := range s.claims.chunks {
+		for i := range s.claims.nchunks() {
+			claims := s.claims.chunk(i)
 			for _, c := range claims {
 				sl := c.sl
 				sh := &e.shards[c.shard]
@@ -315,7 +316,8 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 // or, with tag 0, a blocking pop or a barrier wait. With withdraw it also
 // withdraws that wait (cancel), under the lock it found it under.
 func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.Instant, fx *Effects) bool {
-	for claims := range s.claims.chunks {
+	for i := range s.claims.nchunks() {
+		claims := s.claims.chunk(i)
 		for _, c := range claims {
 			if !c.live() {
 				continue

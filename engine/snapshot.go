@@ -169,7 +169,8 @@ func (e *Engine) Snapshot(w io.Writer) error {
 	// elections it is registered on.
 	for _, s := range live {
 		var claims []uint64
-		for cs := range s.claims.chunks {
+		for i := range s.claims.nchunks() {
+			cs := s.claims.chunk(i)
 			for _, c := range cs {
 				if c.live() && c.sl.sess == s {
 					if id, ok := ids[c.sl]; ok {
