@@ -96,7 +96,7 @@ func (e *Engine) collectOne(n *timerwheel.Node) {
 	switch n.Kind {
 	case timerSlot:
 		o := slotOf(n)
-		d.key, d.gen = o.res.key, o.gen.Load()
+		d.key, d.gen = o.res.key(), o.gen.Load()
 	case timerKV:
 		o := kvOf(n)
 		d.key, d.gen = o.key, o.ver
@@ -141,7 +141,7 @@ func (s *shard) fireLocked(d *dueTimer, now timerwheel.Instant) {
 		if o.gen.Load() != d.gen {
 			return
 		}
-		switch o.state {
+		switch o.state() {
 		case slotWaiting:
 			s.timeoutWaiterLocked(o, now)
 		case slotHolding:

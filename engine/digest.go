@@ -93,15 +93,15 @@ func (s *shard) digestRecsLocked(recs []digestRec) []digestRec {
 		for r := range s.res[ns].all {
 			var d digester
 			d.u64(uint64(r.limit))
-			d.bool(r.rw)
+			d.bool(r.isRW())
 			d.u64(uint64(r.lastActive))
-			for _, l := range []*slotList{&r.holders, r.queue} {
+			for _, l := range s.runs(r) {
 				d.u64(uint64(l.n))
 				for sl := l.head; sl != nil; sl = sl.next {
-					d.slot(sl)
+					d.slot(sl, s.leaseOf(sl), s.tagOf(sl))
 				}
 			}
-			recs = append(recs, digestRec{uint8(ns), r.key, d.b})
+			recs = append(recs, digestRec{uint8(ns), r.key(), d.b})
 		}
 	}
 	for k, c := range s.counters {
@@ -187,18 +187,18 @@ func (d *digester) tenant(t *Tenant) {
 
 // slot encodes a holder or waiter: its session, fence, lease, deadline
 // (a holder's, kept past its firing; a waiter's while armed) and flags.
-func (d *digester) slot(sl *slot) {
+func (d *digester) slot(sl *slot, lease int64, tag uint32) {
 	d.u64(uint64(sl.sess.id))
-	d.u64(uint64(sl.state))
+	d.u64(uint64(sl.state()))
 	d.u64(sl.fence)
-	d.u64(uint64(sl.lease))
-	if sl.state == slotHolding || sl.timer.Armed() {
+	d.u64(uint64(lease))
+	if sl.state() == slotHolding || sl.timer.Armed() {
 		d.u64(uint64(sl.timer.Deadline()))
 	}
 	d.bool(sl.timer.Armed())
-	d.bool(sl.twoPhase)
-	d.bool(sl.blocked)
-	d.bool(sl.writer)
-	d.bool(sl.elect)
-	d.u64(uint64(sl.tag))
+	d.bool(sl.twoPhase())
+	d.bool(sl.blocked())
+	d.bool(sl.writer())
+	d.bool(sl.elect())
+	d.u64(uint64(tag))
 }

@@ -116,13 +116,13 @@ func (e *Engine) resign(key, tok []byte, now timerwheel.Instant, fx *Effects) Re
 	leader := sl.sess
 	sh.noteLocked(EventRelease, sl, now)
 	r := sh.dropHolderLocked(sl, evResign, now)
-	if w := sh.findLeaderWatcherLocked(r.key, leader); w != nil && w.holder {
+	if w := sh.findLeaderWatcherLocked(r.key(), leader); w != nil && w.holder {
 		w.holder = false
 		if !w.observer {
-			sh.unwatchLeaderLocked(r.key, leader)
+			sh.unwatchLeaderLocked(r.key(), leader)
 		}
 	}
-	sh.leaderPushLocked(r.key, "resigned", nil)
+	sh.leaderPushLocked(r.key(), "resigned", nil)
 	sh.handOffLocked(r, now)
 	return status(vocab.StatusOK)
 }
@@ -170,7 +170,7 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 	if r == nil {
 		return false
 	}
-	for sl := r.holders.head; sl != nil; sl = sl.next {
+	for sl := r.holders; sl != nil; sl = sl.next {
 		if !now.Passed(sl.timer.Deadline()) {
 			return true
 		}
@@ -181,7 +181,7 @@ func (sh *shard) hasLeaderLocked(key []byte, now timerwheel.Instant) bool {
 // electedLocked runs when an elect is granted: the winner becomes a
 // holder watcher and every other watcher learns of it.
 func (sh *shard) electedLocked(sl *slot) {
-	key, s := sl.res.key, sl.sess
+	key, s := sl.res.key(), sl.sess
 	sh.watchEventLocked(evElect, key)
 	w := sh.findLeaderWatcherLocked(key, s)
 	if w == nil {
@@ -197,8 +197,8 @@ func (sh *shard) electedLocked(sl *slot) {
 // Only a limit-1 lock can have a leader; readers and semaphore slots are
 // not leadership changes.
 func (sh *shard) failoverLocked(r *resource) {
-	if r.ns == nsLock && !r.rw && r.limit == 1 {
-		sh.leaderPushLocked(r.key, "failover", nil)
+	if r.namespace() == nsLock && !r.isRW() && r.limit == 1 {
+		sh.leaderPushLocked(r.key(), "failover", nil)
 	}
 }
 

@@ -98,7 +98,7 @@ func (s *shard) recordLocked(k EventKind, sl *slot, at timerwheel.Tick, note str
 	o, r := s.obs, sl.res
 	seq := o.next.Load() + 1
 	o.ring[(seq-1)%uint64(len(o.ring))] = Event{
-		Seq: seq, At: at, Kind: k, Type: s.eng.kindOf(r.ns, r), Writer: sl.writer, Key: r.key,
+		Seq: seq, At: at, Kind: k, Type: s.eng.kindOf(r.namespace(), r), Writer: sl.writer(), Key: r.key(),
 		Session: sl.sess.id, ConnID: sl.sess.connID.Load(), Fence: sl.fence, Note: note,
 	}
 	o.next.Store(seq)

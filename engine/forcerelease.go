@@ -28,7 +28,7 @@ func (e *Engine) forceRelease(c *Command, fx *Effects) Result {
 	}
 	sh.evictExpiredLocked(r, c.At)
 	var fences []string
-	for sl := r.holders.head; sl != nil; {
+	for sl := r.holders; sl != nil; {
 		next := sl.next
 		if c.Fence == 0 || sl.fence == c.Fence {
 			if sh.obs != nil {

@@ -53,7 +53,7 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		return status(st)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
-		sl.lease = leaseMs
+		sh.setLease(sl, leaseMs)
 		sh.armLocked(&sl.timer, now.After(leaseMs))
 		sh.noteLocked(EventRenew, sl, now)
 		sh.touchLocked(r, now)
@@ -73,19 +73,19 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 	if e.draining.Load() {
 		return status(vocab.StatusError) // a drain ends every wait (spec §D.5)
 	}
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, s, mode{limit: 1}, leaseMs, now)
-	sl.blocked = true
-	sl.tag = c.Tag // no timer: the wait ends only by a grant, a close or a drain
+	sl.set(flagBlocked, true)
+	sh.setTag(sl, c.Tag) // no timer: the wait ends only by a grant, a close or a drain
 	return Result{Blocked: true}
 }
 
 // ownHolderLocked returns the live slot s holds on the lock r, evicting an
 // expired lease first (then it reports nil, as holderLocked does).
 func (sh *shard) ownHolderLocked(r *resource, s *session, now timerwheel.Instant) *slot {
-	for sl := r.holders.head; sl != nil; sl = sl.next {
+	for sl := r.holders; sl != nil; sl = sl.next {
 		if sl.sess != s {
 			continue
 		}
@@ -115,16 +115,16 @@ func (e *Engine) releaseOwn(s *session, c *Command, fx *Effects) Result {
 		return status(vocab.StatusError)
 	}
 	if sl := sh.ownHolderLocked(r, s, now); sl != nil {
-		tag := sl.tag
+		tag := sh.tagOf(sl)
 		sh.noteLocked(EventRelease, sl, now)
 		sh.releaseHolderLocked(sl, now)
 		return Result{Status: vocab.StatusOK, Tag: tag}
 	}
-	for sl := r.queue.head; sl != nil; sl = sl.next {
-		if sl.sess == s && sl.blocked && sl.tag != 0 {
-			tag := sl.tag
+	for sl := sh.queueOf(r).head; sl != nil; sl = sl.next {
+		if sl.sess == s && sl.blocked() && sh.tagOf(sl) != 0 {
+			tag := sh.tagOf(sl)
 			sh.noteLocked(EventCancel, sl, now)
-			r.queue.remove(sl)
+			sh.removeWaiterLocked(r, sl)
 			sh.freeSlotLocked(sl)
 			sh.touchLocked(r, now)
 			return Result{Status: vocab.StatusNil, Tag: tag}
@@ -150,7 +150,7 @@ func (e *Engine) renewFence(s *session, c *Command, fx *Effects) Result {
 	if sl == nil || sl.fence != c.Fence {
 		return status(vocab.StatusError)
 	}
-	sl.lease = leaseMs
+	sh.setLease(sl, leaseMs)
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
 	sh.touchLocked(r, now)
@@ -170,7 +170,7 @@ func (e *Engine) holderFence(c *Command, fx *Effects) Result {
 		return status(vocab.StatusNil)
 	}
 	sh.evictExpiredLocked(r, c.At)
-	if h := r.holders.head; h != nil {
+	if h := r.holders; h != nil {
 		return Result{Status: vocab.StatusOK, Token: e.token(h.fence)}
 	}
 	return status(vocab.StatusNil)
@@ -183,10 +183,10 @@ func (e *Engine) LockCounts() (held, waiting int) {
 		sh := &e.shards[i]
 		sh.mu.Lock()
 		for r := range sh.res[nsLock].all {
-			if r.holders.n > 0 {
+			if r.nHolders() > 0 {
 				held++
 			}
-			waiting += r.queue.n
+			waiting += sh.queueOf(r).n
 		}
 		sh.mu.Unlock()
 	}

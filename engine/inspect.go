@@ -78,7 +78,7 @@ func (s KeyKinds) Has(k KeyKind) bool { return s == 0 || s&(1<<k) != 0 }
 // limit-1 resource is a lock.
 func (e *Engine) kindOf(ns namespace, r *resource) KeyKind {
 	switch {
-	case r.rw:
+	case r.isRW():
 		return KeyRWLock
 	case ns == nsLock && (!e.cfg.Profile.SharedLockSpace() || r.limit == 1):
 		return KeyLock
@@ -260,8 +260,8 @@ func (e *Engine) InspectKey(at timerwheel.Instant, key string) []KeyState {
 func (s *shard) eachEntryLocked(prefix string, f func(key string, k KeyKind, ns namespace)) {
 	for ns := range s.res {
 		for r := range s.res[ns].all {
-			if strings.HasPrefix(r.key, prefix) {
-				f(r.key, s.eng.kindOf(namespace(ns), r), namespace(ns))
+			if strings.HasPrefix(r.key(), prefix) {
+				f(r.key(), s.eng.kindOf(namespace(ns), r), namespace(ns))
 			}
 		}
 	}
@@ -353,22 +353,22 @@ func (s *shard) describeLocked(ref KeyRef, ns namespace, at timerwheel.Instant) 
 
 func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel.Tick) {
 	ks.Limit = int(r.limit)
-	if r.rw {
+	if r.isRW() {
 		ks.Limit = 0
 	}
 	ks.IdleMs = int64(now - r.lastActive)
-	ks.HoldersTotal, ks.WaitersTotal = r.holders.n, r.queue.n
-	if el := s.elections[r.key]; el != nil {
+	ks.HoldersTotal, ks.WaitersTotal = r.nHolders(), s.queueOf(r).n
+	if el := s.elections[r.key()]; el != nil {
 		for _, w := range el.watchers {
 			if w.observer {
 				ks.Observers++
 			}
 		}
 	}
-	for sl := r.holders.head; sl != nil && len(ks.Holders) < MaxListed; sl = sl.next {
+	for sl := r.holders; sl != nil && len(ks.Holders) < MaxListed; sl = sl.next {
 		h := HolderState{
-			Claimant: s.eng.claimantOf(sl.sess), Fence: sl.fence, Writer: sl.writer, Elect: sl.elect,
-			Pending: sl.twoPhase, LeaseMs: sl.lease, LeaseRemainingMs: max(0, int64(sl.timer.Deadline()-now)),
+			Claimant: s.eng.claimantOf(sl.sess), Fence: sl.fence, Writer: sl.writer(), Elect: sl.elect(),
+			Pending: sl.twoPhase(), LeaseMs: s.leaseOf(sl), LeaseRemainingMs: max(0, int64(sl.timer.Deadline()-now)),
 			HeldMs: -1, WaitedMs: -1, Renewals: -1,
 		}
 		if t, ok := s.timesLocked(sl); ok {
@@ -376,8 +376,8 @@ func (s *shard) describeResourceLocked(ks *KeyState, r *resource, now timerwheel
 		}
 		ks.Holders = append(ks.Holders, h)
 	}
-	for sl := r.queue.head; sl != nil && len(ks.Waiters) < MaxListed; sl = sl.next {
-		w := WaiterState{Claimant: s.eng.claimantOf(sl.sess), Writer: sl.writer, Blocked: sl.blocked, WaitedMs: -1, TimeoutRemainingMs: -1}
+	for sl := s.queueOf(r).head; sl != nil && len(ks.Waiters) < MaxListed; sl = sl.next {
+		w := WaiterState{Claimant: s.eng.claimantOf(sl.sess), Writer: sl.writer(), Blocked: sl.blocked(), WaitedMs: -1, TimeoutRemainingMs: -1}
 		if sl.timer.Armed() {
 			w.TimeoutRemainingMs = max(0, int64(sl.timer.Deadline()-now))
 		}

@@ -57,7 +57,7 @@ func (h *Latency) add(o *Latency) {
 // stamp records that sl enters its state (queued or granted) at now.
 func stamp(sl *slot, now timerwheel.Instant) {
 	sl.timer.Mark = uint32(now.Tick())
-	sl.untimed = false
+	sl.set(flagUntimed, false)
 }
 
 // sinceStamp is how long sl has been in its state, in ms.
@@ -71,8 +71,8 @@ func sinceStamp(sl *slot, now timerwheel.Instant) int64 {
 func (sh *shard) waitEndedLocked(sl *slot, now timerwheel.Instant, granted bool) {
 	ms := int64(0)
 	switch {
-	case sl.state != slotWaiting:
-	case sl.untimed:
+	case sl.state() != slotWaiting:
+	case sl.untimed():
 		ms = -1
 	default:
 		ms = sinceStamp(sl, now)
@@ -81,14 +81,14 @@ func (sh *shard) waitEndedLocked(sl *slot, now timerwheel.Instant, granted bool)
 		sh.counts.wait.observe(ms)
 	}
 	if o := sh.obs; o != nil {
-		o.hotLocked(KeyRef{Key: sl.res.key, Kind: sh.eng.kindOf(sl.res.ns, sl.res)}, granted, ms)
+		o.hotLocked(KeyRef{Key: sl.res.key(), Kind: sh.eng.kindOf(sl.res.namespace(), sl.res)}, granted, ms)
 	}
 }
 
 // holdEndedLocked counts a hold that ended: release, expiry, disconnect,
 // resignation or force release.
 func (sh *shard) holdEndedLocked(sl *slot, now timerwheel.Instant) {
-	if !sl.untimed {
+	if !sl.untimed() {
 		sh.counts.hold.observe(sinceStamp(sl, now))
 	}
 }

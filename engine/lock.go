@@ -19,7 +19,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		*out = Result{Status: st}
 		return
 	}
-	queue := r.queue.n != 0 || !r.fits(m.writer)
+	queue := r.waiting() || !r.fits(m.writer)
 	if st := sess.admitClaim(queue && timeoutMs > 0); st != vocab.StatusOK {
 		*out = Result{Status: st} // the identity's quota (tenant.go)
 		return
@@ -29,7 +29,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		return
 	}
 	// A try-lock still counts against --max-waiters, as in dflockd (§B.1.3).
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		*out = Result{Status: vocab.StatusErrorMaxWaiters}
 		return
 	}
@@ -42,7 +42,7 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 		return
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
-	sl.blocked = true
+	sl.set(flagBlocked, true)
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	*out = Result{Blocked: true}
 }
@@ -52,18 +52,19 @@ func (e *Engine) acquire(sess *session, ns namespace, key []byte, m mode, timeou
 // and records the claim. ok is false when the caller must queue instead;
 // a grant that failed (fence error) comes back with ok true and sl nil.
 func (sh *shard) grantNowLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) (sl *slot, ok bool) {
-	if r.queue.n != 0 || !r.fits(m.writer) {
+	if r.waiting() || !r.fits(m.writer) {
 		return nil, false
 	}
 	sl = sh.newSlotLocked(r, sess)
-	sl.lease = leaseMs
-	sl.writer, sl.elect = m.writer, m.elect
+	sh.setLease(sl, leaseMs)
+	sl.set(flagWriter, m.writer)
+	sl.set(flagElect, m.elect)
 	granted := sh.grantLocked(sl, now)
 	sh.touchLocked(r, now)
 	if !granted {
 		return nil, true // grantLocked freed the slot
 	}
-	sess.record(sl)
+	sess.record(sl, sh.index)
 	return sl, true
 }
 
@@ -74,7 +75,7 @@ func (sh *shard) grantAnswer(sl *slot, out *Result) {
 		*out = Result{Status: vocab.StatusError}
 		return
 	}
-	*out = Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sl.lease / 1000}
+	*out = Result{Status: vocab.StatusOK, Kind: KindGrant, Token: sh.eng.token(sl.fence), Lease: sh.leaseOf(sl) / 1000}
 }
 
 // queueLocked appends a waiting slot for sess to r's FIFO and records the
@@ -82,13 +83,14 @@ func (sh *shard) grantAnswer(sl *slot, out *Result) {
 // flags.
 func (sh *shard) queueLocked(r *resource, sess *session, m mode, leaseMs int64, now timerwheel.Instant) *slot {
 	sl := sh.newSlotLocked(r, sess)
-	sl.lease = leaseMs
-	sl.writer, sl.elect = m.writer, m.elect
+	sh.setLease(sl, leaseMs)
+	sl.set(flagWriter, m.writer)
+	sl.set(flagElect, m.elect)
 	sl.setState(slotWaiting)
 	stamp(sl, now)
-	r.ownQueue().pushBack(sl)
+	sh.pushWaiterLocked(r, sl)
 	sh.noteLocked(EventQueue, sl, now)
-	sess.record(sl)
+	sess.record(sl, sh.index)
 	sh.touchLocked(r, now)
 	return sl
 }
@@ -105,7 +107,7 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		}
 		return r, vocab.StatusOK
 	}
-	if r.rw != m.rw {
+	if r.isRW() != m.rw {
 		return nil, vocab.StatusErrorTypeMismatch // spec §B.4
 	}
 	if !m.rw && int(r.limit) != m.limit {
@@ -119,7 +121,7 @@ func (sh *shard) admitLocked(ns namespace, key []byte, m mode, now timerwheel.In
 
 // evictExpiredLocked removes holders whose lease deadline has passed.
 func (sh *shard) evictExpiredLocked(r *resource, now timerwheel.Instant) {
-	for sl := r.holders.head; sl != nil; {
+	for sl := r.holders; sl != nil; {
 		next := sl.next
 		if now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
@@ -141,16 +143,16 @@ func (sh *shard) grantLocked(sl *slot, now timerwheel.Instant) bool {
 	sh.waitEndedLocked(sl, now, true)
 	stamp(sl, now)
 	sl.setState(slotHolding)
-	sl.res.holders.pushBack(sl)
+	sl.res.pushHolder(sl)
 	sh.noteLocked(EventGrant, sl, now)
 	sh.counts.grants++
-	sh.armLocked(&sl.timer, now.After(sl.lease))
+	sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 	switch {
-	case sl.elect:
+	case sl.elect():
 		sh.electedLocked(sl)
-	case !sl.twoPhase:
+	case !sl.twoPhase():
 		// A queued two-phase grant is announced when its w observes it.
-		sh.watchEventLocked(evAcquire, sl.res.key)
+		sh.watchEventLocked(evAcquire, sl.res.key())
 	}
 	return true
 }
@@ -167,11 +169,14 @@ func (sh *shard) grantResult(sl *slot) (r Result) {
 // A parked session gets its grant delivered; a two-phase waiter that has
 // not called w yet simply becomes a holder, and w will find it so.
 func (sh *shard) handOffLocked(r *resource, now timerwheel.Instant) {
-	for r.queue.n > 0 && r.fits(r.queue.head.writer) {
-		sl := r.queue.head
-		r.queue.remove(sl)
-		sess, blocked, tag := sl.sess, sl.blocked, sl.tag
-		sl.blocked = false
+	for r.waiting() {
+		sl := sh.queueOf(r).head
+		if !r.fits(sl.writer()) {
+			break
+		}
+		sh.removeWaiterLocked(r, sl)
+		sess, blocked, tag := sl.sess, sl.blocked(), sh.tagOf(sl)
+		sl.set(flagBlocked, false)
 		if len(sh.elections) != 0 {
 			sh.failoverLocked(r) // before the new holder's "elected"
 		}
@@ -200,9 +205,9 @@ func (sh *shard) dropHolderLocked(sl *slot, event string, now timerwheel.Instant
 	r := sl.res
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
-	r.holders.remove(sl)
+	r.removeHolder(sl)
 	sh.freeSlotLocked(sl)
-	sh.watchEventLocked(event, r.key)
+	sh.watchEventLocked(event, r.key())
 	return r
 }
 
@@ -225,16 +230,16 @@ func (sh *shard) leaseEndedLocked(sl *slot, now timerwheel.Instant) {
 func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventExpire, sl, now) // names the holder that lost the key
 	sh.counts.expiries++
-	if !sl.twoPhase && !(sh.eng.rf() && sl.res.queue.n == 0) {
+	if !sl.twoPhase() && !(sh.eng.rf() && !sl.res.waiting()) {
 		sh.releaseHolderLocked(sl, now)
 		return
 	}
 	r := sl.res
-	r.holders.remove(sl)
+	r.removeHolder(sl)
 	sh.counts.releases++
 	sh.holdEndedLocked(sl, now)
 	sh.cancelLocked(&sl.timer) // keeps the deadline: when the lease ended
-	if !sl.twoPhase {
+	if !sl.twoPhase() {
 		// No w will look for it: it answers renew by token, from any
 		// session, and outlives its own (closeSession skips it). Its
 		// session's tenant no longer counts it.
@@ -242,7 +247,7 @@ func (sh *shard) expireHolderLocked(sl *slot, now timerwheel.Instant) {
 		sl.sess = nil
 	}
 	sh.lapseLocked(sl)
-	sh.watchEventLocked(evRelease, r.key)
+	sh.watchEventLocked(evRelease, r.key())
 	sh.handOffLocked(r, now)
 }
 
@@ -251,7 +256,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 	sh.noteLocked(EventTimeout, sl, now)
 	sh.counts.timeouts++
 	sh.waitEndedLocked(sl, now, false)
-	sess, blocked := sl.sess, sl.blocked
+	sess, blocked := sl.sess, sl.blocked()
 	sh.dropWaiterLocked(sl, now)
 	if blocked {
 		sh.deliverLocked(sess, status(vocab.StatusTimeout))
@@ -263,7 +268,7 @@ func (sh *shard) timeoutWaiterLocked(sl *slot, now timerwheel.Instant) {
 // re-evaluated; for locks and semaphores that finds nothing to grant.
 func (sh *shard) dropWaiterLocked(sl *slot, now timerwheel.Instant) {
 	r := sl.res
-	r.queue.remove(sl)
+	sh.removeWaiterLocked(r, sl)
 	sh.freeSlotLocked(sl)
 	sh.handOffLocked(r, now)
 }
@@ -283,7 +288,7 @@ func (sh *shard) holderLocked(ns namespace, key, tok []byte, now timerwheel.Inst
 	if r == nil {
 		return nil, false
 	}
-	if sl = r.holders.findFence(t.Fence); sl == nil {
+	if sl = r.holderByFence(t.Fence); sl == nil {
 		// The token is genuine: its fence names one grant only.
 		if l := sh.lapsedFences[t.Fence]; l != nil && l.res == r {
 			sh.freeSlotLocked(l)
@@ -343,7 +348,7 @@ func (e *Engine) renew(ns namespace, key, tok []byte, leaseMs int64, now timerwh
 		}
 		return status(vocab.StatusError)
 	}
-	sl.lease = leaseMs
+	sh.setLease(sl, leaseMs)
 	sh.armLocked(&sl.timer, now.After(leaseMs))
 	sh.noteLocked(EventRenew, sl, now)
 	return Result{Status: vocab.StatusOK, Kind: KindRenew, Token: e.token(sl.fence), Lease: leaseMs / 1000}

@@ -41,17 +41,17 @@ func (e *Engine) Metrics() Metrics {
 			for r := range sh.res[ns].all {
 				m.Keys++
 				switch {
-				case r.rw:
-					m.RWHolders += r.holders.n
-					m.RWWaiters += r.queue.n
+				case r.isRW():
+					m.RWHolders += r.nHolders()
+					m.RWWaiters += sh.queueOf(r).n
 				case r.limit == 1:
-					if r.holders.n > 0 {
+					if r.nHolders() > 0 {
 						m.LocksHeld++
 					}
-					m.LockWaiters += r.queue.n
+					m.LockWaiters += sh.queueOf(r).n
 				default:
-					m.SemaphoreSlots += r.holders.n
-					m.SemaphoreWaiters += r.queue.n
+					m.SemaphoreSlots += r.nHolders()
+					m.SemaphoreWaiters += sh.queueOf(r).n
 				}
 			}
 		}

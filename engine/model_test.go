@@ -782,13 +782,13 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 		sh.mu.Lock()
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				k := r.key
+				k := r.key()
 				sr := snapRes{limit: int(r.limit), lastActive: int64(r.lastActive)}
-				list := func(l *slotList) []snapSlot {
+				list := func(l slotRun) []snapSlot {
 					var ss []snapSlot
 					n := 0
 					for sl := l.head; sl != nil; sl = sl.next {
-						ss = append(ss, snapSlot{sl.sess.id, e.token(sl.fence), sl.twoPhase, sl.blocked, sl.timer.Armed(), int64(sl.timer.Deadline())})
+						ss = append(ss, snapSlot{sl.sess.id, e.token(sl.fence), sl.twoPhase(), sl.blocked(), sl.timer.Armed(), int64(sl.timer.Deadline())})
 						n++
 					}
 					if n != l.n {
@@ -796,8 +796,9 @@ func snapshotEngine(e *Engine) map[resKey]snapRes {
 					}
 					return ss
 				}
-				sr.holders = list(&r.holders)
-				sr.queue = list(r.queue)
+				runs := sh.runs(r)
+				sr.holders = list(runs[0])
+				sr.queue = list(runs[1])
 				out[resKey{namespace(ns), k}] = sr
 			}
 		}
@@ -1205,7 +1206,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 		live := map[resKey]*slot{}
 		for ns, m := range s.enq {
 			for k, c := range m {
-				if c.sl.gen.Load() == c.gen && c.sl.sess == s && c.sl.state != slotFree {
+				if c.sl.gen.Load() == c.gen && c.sl.sess == s && c.sl.state() != slotFree {
 					live[resKey{namespace(ns), k}] = c.sl
 				}
 			}
@@ -1215,7 +1216,7 @@ func (d *modelRun) matchWorld(w *model, delivs []loggedDelivery, snap map[resKey
 		}
 		for rk, id := range ms.enq {
 			esl, msl := live[rk], w.slots[id]
-			if esl == nil || esl.state != msl.state {
+			if esl == nil || esl.state() != msl.state {
 				return fmt.Errorf("s%d %v: enqueue state differs (model slot %+v)", si, rk, *msl)
 			}
 		}

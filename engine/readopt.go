@@ -19,36 +19,36 @@ func (e *Engine) readopt(sess *session, ns namespace, key []byte, m mode, timeou
 	sh.lock(fx)
 	defer sh.unlock()
 	r := sh.lookupLocked(ns, key)
-	if r == nil || r.rw != m.rw || (!m.rw && int(r.limit) != m.limit) {
+	if r == nil || r.isRW() != m.rw || (!m.rw && int(r.limit) != m.limit) {
 		return Result{}, false
 	}
 	sh.evictExpiredLocked(r, now)
-	for sl := r.holders.head; sl != nil; sl = sl.next {
-		if sl.sess != sess || sl.writer != m.writer || sl.elect {
+	for sl := r.holders; sl != nil; sl = sl.next {
+		if sl.sess != sess || sl.writer() != m.writer || sl.elect() {
 			continue
 		}
-		if sl.twoPhase {
+		if sl.twoPhase() {
 			sess.forgetEnqueued(ns, key)
-			sl.twoPhase = false
-			sh.watchEventLocked(evAcquire, sl.res.key)
-			sh.armLocked(&sl.timer, now.After(sl.lease))
+			sl.set(flagTwoPhase, false)
+			sh.watchEventLocked(evAcquire, sl.res.key())
+			sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 		}
 		sh.touchLocked(r, now)
 		return sh.grantResult(sl), true
 	}
-	for sl := r.queue.head; sl != nil; sl = sl.next {
-		if sl.sess != sess || sl.writer != m.writer || sl.elect {
+	for sl := sh.queueOf(r).head; sl != nil; sl = sl.next {
+		if sl.sess != sess || sl.writer() != m.writer || sl.elect() {
 			continue
 		}
-		if sl.twoPhase {
+		if sl.twoPhase() {
 			sess.forgetEnqueued(ns, key)
-			sl.twoPhase = false
+			sl.set(flagTwoPhase, false)
 		}
 		if timeoutMs == 0 {
 			sh.timeoutWaiterLocked(sl, now)
 			return status(vocab.StatusTimeout), true
 		}
-		sl.blocked = true
+		sl.set(flagBlocked, true)
 		sh.armLocked(&sl.timer, now.After(timeoutMs))
 		sh.touchLocked(r, now)
 		return Result{Blocked: true}, true

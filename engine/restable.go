@@ -50,7 +50,7 @@ func (t *resTable) get(key []byte) *resource {
 	h := maphash.Bytes(t.seed, key)
 	mask, tag := len(t.slots)-1, tagOf(h)
 	for i := int(h) & mask; t.tags[i] != 0; i = (i + 1) & mask {
-		if t.tags[i] == tag && t.slots[i].key == string(key) {
+		if t.tags[i] == tag && t.slots[i].key() == string(key) {
 			return t.slots[i]
 		}
 	}
@@ -65,7 +65,7 @@ func (t *resTable) getString(key string) *resource {
 	h := maphash.String(t.seed, key)
 	mask, tag := len(t.slots)-1, tagOf(h)
 	for i := int(h) & mask; t.tags[i] != 0; i = (i + 1) & mask {
-		if t.tags[i] == tag && t.slots[i].key == key {
+		if t.tags[i] == tag && t.slots[i].key() == key {
 			return t.slots[i]
 		}
 	}
@@ -77,7 +77,7 @@ func (t *resTable) put(r *resource) {
 	if (t.n+1)*resLoadDen > len(t.slots)*resLoadNum {
 		t.grow()
 	}
-	t.insert(r, maphash.String(t.seed, r.key))
+	t.insert(r, maphash.String(t.seed, r.key()))
 	t.n++
 }
 
@@ -97,7 +97,7 @@ func (t *resTable) grow() {
 	t.slots, t.tags = make([]*resource, n), make([]uint8, n)
 	for _, r := range old {
 		if r != nil {
-			t.insert(r, maphash.String(t.seed, r.key))
+			t.insert(r, maphash.String(t.seed, r.key()))
 		}
 	}
 }
@@ -105,7 +105,7 @@ func (t *resTable) grow() {
 // del removes r, which must be in the table.
 func (t *resTable) del(r *resource) {
 	mask := len(t.slots) - 1
-	i := int(maphash.String(t.seed, r.key)) & mask
+	i := int(maphash.String(t.seed, r.key())) & mask
 	for t.slots[i] != r {
 		if t.tags[i] == 0 {
 			panic("engine: deleting a resource that is not in its table")
@@ -129,7 +129,7 @@ func (t *resTable) removeAt(i int) {
 			if t.tags[j] == 0 {
 				return
 			}
-			home := int(maphash.String(t.seed, t.slots[j].key)) & mask
+			home := int(maphash.String(t.seed, t.slots[j].key())) & mask
 			if (j-home)&mask >= (j-i)&mask {
 				break // home at or before the hole: it may move there
 			}

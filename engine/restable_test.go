@@ -19,7 +19,7 @@ func TestResTableModel(t *testing.T) {
 			switch op := rng.IntN(10); {
 			case op < 4:
 				if model[key] == nil {
-					r := &resource{key: key}
+					r := newResource(key, nsLock, 1, false, 0)
 					model[key] = r
 					tab.put(r)
 				}
@@ -37,7 +37,7 @@ func TestResTableModel(t *testing.T) {
 				}
 			default: // sweep the keys whose number ends in the step's digit
 				d := byte('0' + step%10)
-				drop := func(r *resource) bool { return r.key[len(r.key)-1] == d }
+				drop := func(r *resource) bool { k := r.key(); return k[len(k)-1] == d }
 				want := 0
 				for k, r := range model {
 					if drop(r) {
@@ -55,10 +55,10 @@ func TestResTableModel(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for r := range tab.all {
-			if model[r.key] != r || seen[r.key] {
-				t.Fatalf("seed %d: all yields %s (in model: %v, twice: %v)", seed, r.key, model[r.key] == r, seen[r.key])
+			if model[r.key()] != r || seen[r.key()] {
+				t.Fatalf("seed %d: all yields %s (in model: %v, twice: %v)", seed, r.key(), model[r.key()] == r, seen[r.key()])
 			}
-			seen[r.key] = true
+			seen[r.key()] = true
 		}
 		if len(seen) != len(model) {
 			t.Fatalf("seed %d: all yields %d resources, want %d", seed, len(seen), len(model))
@@ -76,7 +76,7 @@ func TestResTableEmpty(t *testing.T) {
 	if tab.get([]byte("x")) != nil || tab.getString("x") != nil || tab.sweep(func(*resource) bool { return true }) != 0 {
 		t.Fatal("an empty table found something")
 	}
-	r := &resource{key: "x"}
+	r := newResource("x", nsLock, 1, false, 0)
 	tab.put(r)
 	tab.del(r)
 	if tab.get([]byte("x")) != nil || tab.len() != 0 {

@@ -28,9 +28,9 @@ type session struct {
 	// claims records every slot this session created. Entries go stale
 	// when a slot is freed by anyone (release by token from another
 	// session, lease expiry); the gen stamp recognises them, and
-	// compaction drops them in bulk so the slice stays proportional to
-	// what the session really holds.
-	claims []claim
+	// compaction drops them in bulk so the log stays proportional to
+	// what the session really holds (claimlog.go).
+	claims claimLog
 	// enq is the two-phase state per (namespace, key), consumed by w.
 	// Entries whose slot was freed by someone else (a release by token,
 	// the GC forgetting a lapsed grant) go stale; rememberEnqueued sweeps
@@ -58,9 +58,14 @@ type session struct {
 	attached bool
 }
 
+// claim is a session's record of a slot it created. shard is the slot's
+// shard, for ever (free slots stay on their shard's list): it sits in
+// what would be the claim's padding, and lets a close find the slot's
+// lock without reading the slot.
 type claim struct {
-	sl  *slot
-	gen uint32
+	sl    *slot
+	gen   uint32
+	shard uint16
 }
 
 // live reports whether the claim still names the slot it was made for.
@@ -71,20 +76,13 @@ func (c claim) live() bool { return c.sl.gen.Load() == c.gen }
 // minCompact is the claims length below which compaction is not worth it.
 const minCompact = 16
 
-// record notes a slot created for this session. Called under sl's shard
-// lock by the session's goroutine.
-func (s *session) record(sl *slot) {
-	if len(s.claims) == cap(s.claims) && len(s.claims) >= minCompact {
-		live := s.claims[:0]
-		for _, c := range s.claims {
-			if c.live() {
-				live = append(live, c)
-			}
-		}
-		clear(s.claims[len(live):])
-		s.claims = live
+// record notes a slot created for this session on shard sh. Called
+// under sl's shard lock by the session's goroutine.
+func (s *session) record(sl *slot, sh int) {
+	if l := &s.claims; l.len() >= max(l.compactAt, minCompact) {
+		l.compact(claim.live)
 	}
-	s.claims = append(s.claims, claim{sl: sl, gen: sl.gen.Load()})
+	s.claims.push(claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)})
 }
 
 // enqueued returns the slot of this session's pending two-phase enqueue on
@@ -94,7 +92,7 @@ func (s *session) enqueued(ns namespace, key []byte) *slot {
 	if !ok {
 		return nil
 	}
-	if c.sl.gen.Load() != c.gen || c.sl.sess != s || c.sl.state == slotFree {
+	if c.sl.gen.Load() != c.gen || c.sl.sess != s || c.sl.state() == slotFree {
 		// Released or recycled since: the state was cleared (spec §I.34).
 		delete(s.enq[ns], string(key))
 		return nil
@@ -102,7 +100,7 @@ func (s *session) enqueued(ns namespace, key []byte) *slot {
 	return c.sl
 }
 
-func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
+func (s *session) rememberEnqueued(ns namespace, key string, sl *slot, sh int) {
 	m := s.enq[ns]
 	if m == nil {
 		m = make(map[string]claim)
@@ -111,7 +109,7 @@ func (s *session) rememberEnqueued(ns namespace, key string, sl *slot) {
 	if len(m) >= max(s.enqSweep[ns], minCompact) {
 		m = s.sweepEnqueued(ns)
 	}
-	m[key] = claim{sl: sl, gen: sl.gen.Load()}
+	m[key] = claim{sl: sl, gen: sl.gen.Load(), shard: uint16(sh)}
 }
 
 // sweepEnqueued drops the stale entries of enq[ns]. A Go map never
@@ -264,14 +262,17 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 	e.watches.RemoveAll(s.id)
 	e.leaveElections(s, fx)
 	for _, holds := range [2]bool{false, true} {
-		for _, c := range s.claims {
-			sl := c.sl
-			sh := &e.shards[sl.shard]
-			sh.lock(fx)
-			if sl.gen.Load() == c.gen && sl.sess == s && (sl.state == slotHolding) == holds {
-				e.dropClaimLocked(sh, sl, now, keep)
+		for i := range s.claims.nchunks() {
+			claims := s.claims.chunk(i)
+			for _, c := range claims {
+				sl := c.sl
+				sh := &e.shards[c.shard]
+				sh.lock(fx)
+				if sl.gen.Load() == c.gen && sl.sess == s && (sl.state() == slotHolding) == holds {
+					e.dropClaimLocked(sh, sl, now, keep)
+				}
+				sh.unlock()
 			}
-			sh.unlock()
 		}
 	}
 	if w := s.pop; w != nil {
@@ -291,7 +292,7 @@ func (e *Engine) closeSession(s *session, now timerwheel.Instant, keep bool, fx 
 		w.sh.unlock()
 		s.bar = nil
 	}
-	s.claims = nil
+	s.claims = claimLog{}
 	s.enq = [numNamespaces]map[string]claim{}
 	// What it sent behind its wait never runs. Only a queue that exists
 	// is dropped: on a single node, where loops apply side by side and no
@@ -319,21 +320,24 @@ func (e *Engine) cancel(s *session, tag uint32, now timerwheel.Instant, fx *Effe
 // or, with tag 0, a blocking pop or a barrier wait. With withdraw it also
 // withdraws that wait (cancel), under the lock it found it under.
 func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.Instant, fx *Effects) bool {
-	for _, c := range s.claims {
-		if !c.live() {
-			continue
-		}
-		sl := c.sl
-		sh := &e.shards[sl.shard]
-		sh.lock(fx)
-		found := sl.gen.Load() == c.gen && sl.sess == s && sl.state == slotWaiting && sl.blocked && sl.tag == tag
-		if found && withdraw {
-			sh.noteLocked(EventCancel, sl, now)
-			sh.dropWaiterLocked(sl, now)
-		}
-		sh.unlock()
-		if found {
-			return true
+	for i := range s.claims.nchunks() {
+		claims := s.claims.chunk(i)
+		for _, c := range claims {
+			if !c.live() {
+				continue
+			}
+			sl := c.sl
+			sh := &e.shards[c.shard]
+			sh.lock(fx)
+			found := sl.gen.Load() == c.gen && sl.sess == s && sl.state() == slotWaiting && sl.blocked() && sh.tagOf(sl) == tag
+			if found && withdraw {
+				sh.noteLocked(EventCancel, sl, now)
+				sh.dropWaiterLocked(sl, now)
+			}
+			sh.unlock()
+			if found {
+				return true
+			}
 		}
 	}
 	if tag != 0 {
@@ -367,7 +371,7 @@ func (e *Engine) findWait(s *session, tag uint32, withdraw bool, now timerwheel.
 
 // dropClaimLocked ends one of a closing session's claims.
 func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, keep bool) {
-	switch sl.state {
+	switch sl.state() {
 	case slotWaiting:
 		sh.noteLocked(EventDisconnect, sl, now)
 		sh.dropWaiterLocked(sl, now)
@@ -375,7 +379,7 @@ func (e *Engine) dropClaimLocked(sh *shard, sl *slot, now timerwheel.Instant, ke
 		if keep {
 			// Nobody can observe a lapse any more: let the lease end
 			// free the slot.
-			sl.twoPhase = false
+			sl.set(flagTwoPhase, false)
 		} else {
 			sh.noteLocked(EventDisconnect, sl, now)
 			sh.releaseHolderLocked(sl, now)

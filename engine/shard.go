@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/dflockd-ng/dflockd/timerwheel"
 )
@@ -18,55 +19,195 @@ const (
 )
 
 // resource is a lock or semaphore key with its holders and FIFO queue.
-// Fields are ordered to keep it in the 64-byte size class: there is one per
-// live key, so its size is much of the memory a held lock costs.
+// There is one per live key, so its size is much of the memory a held
+// lock costs (issue #37). Its key follows it in the same allocation: a
+// resource is the head of a resourceN, whose length byte and key bytes
+// come right after these 24 bytes, or, for a key too long for those, of
+// a resourceOut (resKeyOut). So a key of up to 23 bytes costs nothing
+// beyond the 48-byte size class, where a resource alone took 64 bytes
+// before and its key's string header and bytes 16 and 16 to 64 more.
+// Its FIFO queue is in the shard's queues (shard.queueOf): most held
+// locks never see a waiter, and a pointer to one would cost each of them
+// the step from one size class to the next.
 type resource struct {
-	key     string
-	holders slotList
-	// queue is &noWaiters until the key's first waiter, then a list of
-	// its own for the resource's life: most held locks never see a
-	// waiter, and an inline list would cost each of them 24 bytes, the
-	// step from the 64- to the 80-byte size class (issue #21).
-	queue *slotList
+	// holders is the head of the holders' list, linked through the
+	// slots' next (nil-terminated) and prev; the head's prev is the tail,
+	// so that one pointer serves where a list needs two (slot.go).
+	holders *slot
 	// lastActive is the last acquire, enqueue, wait, renew or release that
 	// touched the key (a wrong token does not count, spec §D.6).
 	lastActive timerwheel.Tick
 	limit      int32 // locks 1, semaphores N; unused by read-write locks
-	ns         namespace
-	rw         bool // a read-write lock (spec §B.4): readers share, a writer is alone
+	// bits holds the number of holders (below resWaiting) and, above it,
+	// whether its queue holds a waiter, whether it has a queue at all,
+	// where the key is, the namespace and whether it is a read-write lock
+	// (spec §B.4: readers share, a writer is alone).
+	bits uint32
 }
+
+const (
+	resWaiting = 1 << 27 // bits: its queue holds a waiter
+	resQueue   = 1 << 28 // bits: it has a queue, in its shard's queues
+	resKeyOut  = 1 << 29 // bits: the key is a resourceOut's string
+	resNS      = 1 << 30 // bits: the namespace is nsSem
+	resRW      = 1 << 31 // bits: a read-write lock
+	resHolders = resWaiting - 1
+)
+
+// The allocations a resource heads, one per size class up to 96 bytes:
+// the key's length, then its bytes, right after the resource.
+type (
+	resource23 struct {
+		resource
+		n uint8
+		k [23]byte
+	}
+	resource39 struct {
+		resource
+		n uint8
+		k [39]byte
+	}
+	resource55 struct {
+		resource
+		n uint8
+		k [55]byte
+	}
+	resource71 struct {
+		resource
+		n uint8
+		k [71]byte
+	}
+	// resourceOut heads a key longer than 71 bytes, held as a string.
+	resourceOut struct {
+		resource
+		key string
+	}
+)
+
+// key is r's key. It aliases r's allocation, which never changes: it
+// stays valid for as long as it is kept.
+func (r *resource) key() string {
+	if r.bits&resKeyOut != 0 {
+		return (*resourceOut)(unsafe.Pointer(r)).key
+	}
+	p := unsafe.Add(unsafe.Pointer(r), unsafe.Sizeof(resource{}))
+	return unsafe.String((*byte)(unsafe.Add(p, 1)), *(*uint8)(p))
+}
+
+// namespace is the namespace r is kept in.
+func (r *resource) namespace() namespace {
+	if r.bits&resNS != 0 {
+		return nsSem
+	}
+	return nsLock
+}
+
+// isRW reports whether r is a read-write lock.
+func (r *resource) isRW() bool { return r.bits&resRW != 0 }
+
+// nHolders is the number of r's holders.
+func (r *resource) nHolders() int { return int(r.bits & resHolders) }
 
 // noWaiters is the queue of every resource that has had no waiter yet:
 // shared and never written (slotList.pushBack refuses it; nothing else
 // writes a list that holds no slot).
 var noWaiters slotList
 
-// newResource returns a resource with no holder and no waiter.
-func newResource(key string, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
-	return &resource{key: key, queue: &noWaiters, ns: ns, limit: limit, rw: rw, lastActive: lastActive}
-}
-
-// ownQueue returns r's queue for appending, giving r one of its own first.
-func (r *resource) ownQueue() *slotList {
-	if r.queue == &noWaiters {
-		r.queue = new(slotList)
+// newResource returns a resource with no holder and no waiter, its key a
+// copy of key.
+func newResource[K string | []byte](key K, ns namespace, limit int32, rw bool, lastActive timerwheel.Tick) *resource {
+	if ns >= numNamespaces {
+		panic("engine: resource of an unknown namespace")
 	}
-	return r.queue
+	var r *resource
+	switch n := len(key); {
+	case n <= 23:
+		x := &resource23{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 39:
+		x := &resource39{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 55:
+		x := &resource55{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	case n <= 71:
+		x := &resource71{n: uint8(n)}
+		copy(x.k[:], key)
+		r = &x.resource
+	default:
+		x := &resourceOut{key: string(key)}
+		r = &x.resource
+		r.bits |= resKeyOut
+	}
+	r.limit, r.lastActive = limit, lastActive
+	if ns == nsSem {
+		r.bits |= resNS
+	}
+	if rw {
+		r.bits |= resRW
+	}
+	return r
 }
 
-func (r *resource) idle() bool { return r.holders.n == 0 && r.queue.n == 0 }
+// waiting reports whether r's queue holds a waiter.
+func (r *resource) waiting() bool { return r.bits&resWaiting != 0 }
+
+func (r *resource) idle() bool { return r.holders == nil && !r.waiting() }
+
+// queueOf returns r's FIFO queue: &noWaiters until r's first waiter, then
+// a list of its own, kept for r's life in the shard's queues (so that a
+// busy key's hand-offs do not allocate).
+func (s *shard) queueOf(r *resource) *slotList {
+	if r.bits&resQueue == 0 {
+		return &noWaiters
+	}
+	if s.lastQueue.r == r {
+		return s.lastQueue.q
+	}
+	q := s.queues[r]
+	s.lastQueue.r, s.lastQueue.q = r, q
+	return q
+}
+
+// pushWaiterLocked appends sl to r's queue, giving r one first.
+func (s *shard) pushWaiterLocked(r *resource, sl *slot) {
+	q := s.queueOf(r)
+	if r.bits&resQueue == 0 {
+		if s.queues == nil {
+			s.queues = make(map[*resource]*slotList)
+		}
+		q = new(slotList)
+		s.queues[r] = q
+		r.bits |= resQueue
+		s.lastQueue.r, s.lastQueue.q = r, q
+	}
+	q.pushBack(sl)
+	r.bits |= resWaiting
+}
+
+// removeWaiterLocked takes sl out of r's queue.
+func (s *shard) removeWaiterLocked(r *resource, sl *slot) {
+	q := s.queueOf(r)
+	q.remove(sl)
+	if q.n == 0 {
+		r.bits &^= resWaiting
+	}
+}
 
 // fits reports whether one more holder of the given side may hold r now.
 // A writer of a read-write lock holds alone, so a held write side is the
 // only holder and shows at the head.
 func (r *resource) fits(writer bool) bool {
-	if !r.rw {
-		return r.holders.n < int(r.limit)
+	if !r.isRW() {
+		return r.nHolders() < int(r.limit)
 	}
 	if writer {
-		return r.holders.n == 0
+		return r.holders == nil
 	}
-	return r.holders.n == 0 || !r.holders.head.writer
+	return r.holders == nil || !r.holders.writer()
 }
 
 // mode is what an acquire asks of a resource: a slot of a lock (limit 1)
@@ -114,6 +255,19 @@ type shard struct {
 	// lapses so that its renew answers error_lease_expired (lock.go,
 	// expireHolderLocked). Nil until the first.
 	lapsedFences map[uint64]*slot
+	// queues holds the FIFO queue of each resource that has had a waiter
+	// (resQueue), for the resource's life. Nil until the first.
+	queues map[*resource]*slotList
+	// lastQueue is the latest queue queueOf found: a busy key's waits
+	// and hand-offs then skip the map. The GC clears it with its key.
+	lastQueue struct {
+		r *resource
+		q *slotList
+	}
+	// extras holds what a slot rarely has and has no room for: the tag
+	// of a tagged acquire, a lease of 2^32 ms or more (slot.go). Nil
+	// until the first.
+	extras map[*slot]slotExtra
 	// fx collects the effects of the command holding the lock: set by
 	// lock, cleared by unlock.
 	fx *Effects
@@ -171,7 +325,7 @@ func (s *shard) createLocked(ns namespace, key []byte, m mode, now timerwheel.In
 		e.keys.Add(-1)
 		return nil
 	}
-	r := newResource(string(key), ns, int32(m.limit), m.rw, now.Tick())
+	r := newResource(key, ns, int32(m.limit), m.rw, now.Tick())
 	s.res[ns].put(r)
 	return r
 }
@@ -193,13 +347,24 @@ func (s *shard) gcLocked(now timerwheel.Instant, maxIdle int64) {
 	// must not pile records up (renew then answers error).
 	for sl := s.lapsed.head; sl != nil; {
 		next := sl.next
-		if r := sl.res; r.idle() && old(r.lastActive) || !sl.twoPhase && old(sl.timer.Deadline()) {
+		if r := sl.res; r.idle() && old(r.lastActive) || !sl.twoPhase() && old(sl.timer.Deadline()) {
 			s.freeSlotLocked(sl)
 		}
 		sl = next
 	}
 	for i := range s.res {
-		n := s.res[i].sweep(func(r *resource) bool { return r.idle() && old(r.lastActive) })
+		n := s.res[i].sweep(func(r *resource) bool {
+			if !r.idle() || !old(r.lastActive) {
+				return false
+			}
+			if r.bits&resQueue != 0 {
+				delete(s.queues, r) // called once for a resource it drops
+				if s.lastQueue.r == r {
+					s.lastQueue.r, s.lastQueue.q = nil, nil
+				}
+			}
+			return true
+		})
 		s.eng.keys.Add(-int64(n))
 	}
 	// Zero counters go like idle locks; non-zero ones never expire (§B.5).
@@ -228,7 +393,7 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 		s.nfree--
 		sl.next = nil
 	} else {
-		sl = &slot{shard: uint16(s.index)}
+		sl = &slot{}
 		sl.timer.Kind = timerSlot
 	}
 	sl.res, sl.sess = r, sess
@@ -241,7 +406,7 @@ func (s *shard) newSlotLocked(r *resource, sess *session) *slot {
 func (s *shard) lapseLocked(sl *slot) {
 	sl.setState(slotLapsed)
 	s.lapsed.pushBack(sl)
-	if !sl.twoPhase {
+	if !sl.twoPhase() {
 		if s.lapsedFences == nil {
 			s.lapsedFences = make(map[uint64]*slot)
 		}
@@ -251,9 +416,9 @@ func (s *shard) lapseLocked(sl *slot) {
 
 // freeSlotLocked returns a slot to the free list and invalidates records of it.
 func (s *shard) freeSlotLocked(sl *slot) {
-	if sl.state == slotLapsed {
+	if sl.state() == slotLapsed {
 		s.lapsed.remove(sl)
-		if !sl.twoPhase {
+		if !sl.twoPhase() {
 			delete(s.lapsedFences, sl.fence)
 		}
 	}
@@ -261,9 +426,12 @@ func (s *shard) freeSlotLocked(sl *slot) {
 	s.forgetSlotLocked(sl)
 	sl.gen.Add(1)
 	sl.setState(slotFree)
+	if sl.has(flagExtra) {
+		delete(s.extras, sl)
+	}
 	sl.res, sl.sess = nil, nil
-	sl.twoPhase, sl.blocked, sl.elect, sl.writer, sl.untimed = false, false, false, false, false
-	sl.tag, sl.fence = 0, 0
+	sl.timer.Flags = 0 // state slotFree and no flags
+	sl.lease, sl.fence = 0, 0
 	sl.prev, sl.next = nil, nil
 	if s.nfree >= s.maxFree {
 		return // a burst's slots go back to the Go heap

@@ -101,42 +101,47 @@ func (e *Engine) Snapshot(w io.Writer) error {
 
 	// Resources and their slots; slots are numbered as they are written.
 	ids := make(map[*slot]uint64)
-	slotOut := func(sl *slot) {
+	slotOut := func(sh *shard, sl *slot) {
 		ids[sl] = uint64(len(ids)) + 1
-		sw.slot(sl)
+		sw.slot(sl, sh.leaseOf(sl), sh.tagOf(sl))
 	}
 	type resRec struct {
 		ns namespace
 		r  *resource
+		sh *shard
+	}
+	type lapsedRec struct {
+		sl *slot
+		sh *shard
 	}
 	var res []resRec
-	var lapsed []*slot
+	var lapsed []lapsedRec
 	for i := range e.shards {
 		sh := &e.shards[i]
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				res = append(res, resRec{namespace(ns), r})
+				res = append(res, resRec{namespace(ns), r, sh})
 			}
 		}
 		for sl := sh.lapsed.head; sl != nil; sl = sl.next {
-			lapsed = append(lapsed, sl)
+			lapsed = append(lapsed, lapsedRec{sl, sh})
 		}
 	}
 	slices.SortFunc(res, func(a, b resRec) int {
-		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(a.r.key, b.r.key))
+		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(a.r.key(), b.r.key()))
 	})
 	sw.u(uint64(len(res)))
 	for _, rr := range res {
 		r := rr.r
 		sw.u(uint64(rr.ns))
-		sw.s(r.key)
+		sw.s(r.key())
 		sw.i(int64(r.limit))
-		sw.bool(r.rw)
+		sw.bool(r.isRW())
 		sw.i(int64(r.lastActive))
-		for _, l := range []*slotList{&r.holders, r.queue} {
+		for _, l := range rr.sh.runs(r) {
 			sw.u(uint64(l.n))
 			for sl := l.head; sl != nil; sl = sl.next {
-				slotOut(sl)
+				slotOut(rr.sh, sl)
 			}
 		}
 	}
@@ -148,25 +153,29 @@ func (e *Engine) Snapshot(w io.Writer) error {
 		}
 		return sl.sess.id
 	}
-	slices.SortFunc(lapsed, func(a, b *slot) int {
-		return cmp.Or(cmp.Compare(a.res.ns, b.res.ns), strings.Compare(a.res.key, b.res.key),
+	slices.SortFunc(lapsed, func(x, y lapsedRec) int {
+		a, b := x.sl, y.sl
+		return cmp.Or(cmp.Compare(a.res.namespace(), b.res.namespace()), strings.Compare(a.res.key(), b.res.key()),
 			cmp.Compare(sessID(a), sessID(b)), cmp.Compare(a.fence, b.fence))
 	})
 	sw.u(uint64(len(lapsed)))
-	for _, sl := range lapsed {
-		sw.u(uint64(sl.res.ns))
-		sw.s(sl.res.key)
-		slotOut(sl)
+	for _, l := range lapsed {
+		sw.u(uint64(l.sl.res.namespace()))
+		sw.s(l.sl.res.key())
+		slotOut(l.sh, l.sl)
 	}
 
 	// Each session's live claims in order, its two-phase states, and the
 	// elections it is registered on.
 	for _, s := range live {
 		var claims []uint64
-		for _, c := range s.claims {
-			if c.live() && c.sl.sess == s {
-				if id, ok := ids[c.sl]; ok {
-					claims = append(claims, id)
+		for i := range s.claims.nchunks() {
+			cs := s.claims.chunk(i)
+			for _, c := range cs {
+				if c.live() && c.sl.sess == s {
+					if id, ok := ids[c.sl]; ok {
+						claims = append(claims, id)
+					}
 				}
 			}
 		}
@@ -310,7 +319,7 @@ func (e *Engine) closedHolders() []*session {
 		sh := &e.shards[i]
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				for _, l := range []*slotList{&r.holders, r.queue} {
+				for _, l := range sh.runs(r) {
 					for sl := l.head; sl != nil; sl = sl.next {
 						note(sl)
 					}
@@ -448,14 +457,16 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		return s
 	}
 
-	slots := []*slot{nil} // by number; 0 is none
+	slots := []*slot{nil}     // by number; 0 is none
+	slotShards := []uint16{0} // the shard of each
 	slotIn := func(sh *shard, r *resource) *slot {
 		sl := sh.newSlotLocked(r, nil)
-		sl.untimed = true // the format has no start times (latency.go)
-		if sr.slot(sl, sess) {
+		sl.set(flagUntimed, true) // the format has no start times (latency.go)
+		if sr.slot(sh, sl, sess) {
 			sh.armLocked(&sl.timer, sl.timer.Deadline())
 		}
 		slots = append(slots, sl)
+		slotShards = append(slotShards, uint16(sh.index))
 		return sl
 	}
 	for range sr.count() {
@@ -467,10 +478,10 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		sh.res[ns].put(r)
 		e.keys.Add(1)
 		for range sr.count() {
-			r.holders.pushBack(slotIn(sh, r))
+			r.pushHolder(slotIn(sh, r))
 		}
 		for range sr.count() {
-			r.ownQueue().pushBack(slotIn(sh, r))
+			sh.pushWaiterLocked(r, slotIn(sh, r))
 		}
 	}
 	for range sr.count() {
@@ -483,26 +494,26 @@ func Restore(cfg Config, r io.Reader) (e *Engine, err error) {
 		}
 		sh.lapseLocked(slotIn(sh, r))
 	}
-	slotRef := func() *slot {
+	slotRef := func() claim {
 		n := sr.u()
 		if n == 0 || n >= uint64(len(slots)) {
 			panic(fmt.Sprintf("reference to slot %d of %d", n, len(slots)-1))
 		}
-		return slots[n]
+		sl := slots[n]
+		return claim{sl: sl, gen: sl.gen.Load(), shard: slotShards[n]}
 	}
 	for _, s := range live {
 		for range sr.count() {
-			sl := slotRef()
-			s.claims = append(s.claims, claim{sl: sl, gen: sl.gen.Load()})
+			s.claims.push(slotRef())
 		}
 		for ns := range numNamespaces {
 			for range sr.count() {
 				k := sr.s()
-				sl := slotRef()
+				c := slotRef()
 				if s.enq[ns] == nil {
 					s.enq[ns] = make(map[string]claim)
 				}
-				s.enq[ns][k] = claim{sl: sl, gen: sl.gen.Load()}
+				s.enq[ns][k] = c
 			}
 		}
 	}
@@ -754,23 +765,24 @@ func (w *snapWriter) timer(n *timerwheel.Node) {
 	w.i(int64(n.Deadline()))
 }
 
-func (w *snapWriter) slot(sl *slot) {
+// slot writes sl, whose lease and tag its shard knows (shard.leaseOf).
+func (w *snapWriter) slot(sl *slot, lease int64, tag uint32) {
 	var sid uint64
 	if sl.sess != nil {
 		sid = uint64(sl.sess.id)
 	}
 	w.u(sid)
-	w.u(uint64(sl.state))
+	w.u(uint64(sl.state()))
 	var flags uint64
-	for i, f := range []bool{sl.twoPhase, sl.blocked, sl.writer, sl.elect} {
+	for i, f := range []bool{sl.twoPhase(), sl.blocked(), sl.writer(), sl.elect()} {
 		if f {
 			flags |= 1 << i
 		}
 	}
 	w.u(flags)
-	w.i(sl.lease)
+	w.i(lease)
 	w.u(sl.fence)
-	w.u(uint64(sl.tag))
+	w.u(uint64(tag))
 	w.timer(&sl.timer)
 }
 
@@ -856,14 +868,21 @@ func (r *snapReader) timer(n *timerwheel.Node) (armed bool) {
 }
 
 // slot reads a slot's fields; armed says its timer is to be armed.
-func (r *snapReader) slot(sl *slot, sess func(uint64) *session) (armed bool) {
+func (r *snapReader) slot(sh *shard, sl *slot, sess func(uint64) *session) (armed bool) {
 	sl.sess = sess(r.u())
-	sl.state = slotState(r.u())
+	st := r.u()
+	if st > uint64(slotLapsed) {
+		panic(fmt.Sprintf("slot state %d", st)) // two bits hold it (slot.go)
+	}
+	sl.setStateBits(slotState(st))
 	flags := r.u()
-	sl.twoPhase, sl.blocked, sl.writer, sl.elect = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
-	sl.lease = r.i()
+	sl.set(flagTwoPhase, flags&1 != 0)
+	sl.set(flagBlocked, flags&2 != 0)
+	sl.set(flagWriter, flags&4 != 0)
+	sl.set(flagElect, flags&8 != 0)
+	sh.setLease(sl, r.i())
 	sl.fence = r.u()
-	sl.tag = uint32(r.u())
+	sh.setTag(sl, uint32(r.u()))
 	return r.timer(&sl.timer)
 }
 

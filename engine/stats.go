@@ -72,10 +72,10 @@ func (e *Engine) watchStats() []vocab.WatchStat {
 	return out
 }
 
-func (e *Engine) rwStatOf(r *resource) vocab.RWStat {
-	st := vocab.RWStat{Key: r.key, Waiters: r.queue.n}
-	for h := r.holders.head; h != nil; h = h.next {
-		if h.writer {
+func (e *Engine) rwStatOf(sh *shard, r *resource) vocab.RWStat {
+	st := vocab.RWStat{Key: r.key(), Waiters: sh.queueOf(r).n}
+	for h := r.holders; h != nil; h = h.next {
+		if h.writer() {
 			st.Writer = true
 		} else {
 			st.Readers++
@@ -95,15 +95,15 @@ func seconds(ms timerwheel.Tick) float64 { return float64(ms) / 1000 }
 func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.Tick, all bool) {
 	for ns := range sh.res {
 		for r := range sh.res[ns].all {
-			if r.rw {
+			if r.isRW() {
 				if all && !r.idle() { // idle read-write locks are not listed (§F.1)
-					st.RWLocks = append(st.RWLocks, e.rwStatOf(r))
+					st.RWLocks = append(st.RWLocks, e.rwStatOf(sh, r))
 				}
 				continue
 			}
 			asLock := e.kindOf(namespace(ns), r) == KeyLock
 			if r.idle() {
-				is := vocab.IdleStat{Key: r.key, IdleS: seconds(now - r.lastActive)}
+				is := vocab.IdleStat{Key: r.key(), IdleS: seconds(now - r.lastActive)}
 				if asLock {
 					st.IdleLocks = append(st.IdleLocks, is)
 				} else {
@@ -112,11 +112,11 @@ func (e *Engine) collectStatsLocked(sh *shard, st *vocab.Stats, now timerwheel.T
 				continue
 			}
 			if !asLock {
-				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key, Limit: int(r.limit), Holders: r.holders.n, Waiters: r.queue.n})
+				st.Semaphores = append(st.Semaphores, vocab.SemStat{Key: r.key(), Limit: int(r.limit), Holders: r.nHolders(), Waiters: sh.queueOf(r).n})
 				continue
 			}
-			ls := vocab.LockStat{Key: r.key, Waiters: r.queue.n}
-			if h := r.holders.head; h != nil {
+			ls := vocab.LockStat{Key: r.key(), Waiters: sh.queueOf(r).n}
+			if h := r.holders; h != nil {
 				ls.OwnerConnID = h.sess.connID.Load()
 				ls.LeaseExpiresIn = max(0, seconds(h.timer.Deadline()-now))
 				ls.Fence = h.fence
@@ -188,12 +188,12 @@ func (e *Engine) drain(at timerwheel.Instant, fx *Effects) {
 		}
 		sh.unlock()
 	}
-	e.visitInKeyOrder(fx, func(r *resource) bool { return r.queue.n > 0 }, func(sh *shard, r *resource) {
-		for sl := r.queue.head; sl != nil; {
+	e.visitInKeyOrder(fx, func(r *resource) bool { return r.waiting() }, func(sh *shard, r *resource) {
+		for sl := sh.queueOf(r).head; sl != nil; {
 			next := sl.next
-			if sl.blocked {
-				sess, tag := sl.sess, sl.tag
-				r.queue.remove(sl)
+			if sl.blocked() {
+				sess, tag := sl.sess, sh.tagOf(sl)
+				sh.removeWaiterLocked(r, sl)
 				sh.freeSlotLocked(sl)
 				sh.deliverLocked(sess, Result{Status: vocab.StatusError, Tag: tag})
 			}
@@ -222,7 +222,7 @@ func (e *Engine) visitInKeyOrder(fx *Effects, pick func(*resource) bool, f func(
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
 				if pick(r) {
-					refs = append(refs, ref{sh, r.key, namespace(ns)})
+					refs = append(refs, ref{sh, r.key(), namespace(ns)})
 				}
 			}
 		}
@@ -252,7 +252,7 @@ func (e *Engine) Census() (keys, held int) {
 		for ns := range sh.res {
 			keys += sh.res[ns].len()
 			for r := range sh.res[ns].all {
-				held += r.holders.n
+				held += r.nHolders()
 			}
 		}
 		keys += len(sh.counters) + len(sh.kv) + len(sh.lists) + len(sh.barriers)

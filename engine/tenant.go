@@ -147,7 +147,7 @@ func (sess *session) admitClaim(queue bool) vocab.Status {
 // tenant: a claim is a slot waiting, holding or lapsed, a waiter one
 // waiting.
 func (sl *slot) setState(st slotState) {
-	if sl.sess != nil && sl.sess.tenant != nil && sl.state != st {
+	if sl.sess != nil && sl.sess.tenant != nil && sl.state() != st {
 		t := sl.sess.tenant
 		claim := func(s slotState) int64 {
 			if s == slotFree {
@@ -161,14 +161,14 @@ func (sl *slot) setState(st slotState) {
 			}
 			return 0
 		}
-		if d := claim(st) - claim(sl.state); d != 0 {
+		if d := claim(st) - claim(sl.state()); d != 0 {
 			t.claims.Add(d)
 		}
-		if d := wait(st) - wait(sl.state); d != 0 {
+		if d := wait(st) - wait(sl.state()); d != 0 {
 			t.waiting.Add(d)
 		}
 	}
-	sl.state = st
+	sl.setStateBits(st)
 }
 
 // admitTenantKey reserves one of the tenant's keys; false: its quota is
@@ -196,11 +196,11 @@ func forgetTenantKey(t *Tenant) {
 // leaveTenant stops counting sl against its session's tenant, for a slot
 // that outlives its session's claim on it (an rf lease's lapsed record).
 func (sl *slot) leaveTenant() {
-	if sl.sess == nil || sl.sess.tenant == nil || sl.state == slotFree {
+	if sl.sess == nil || sl.sess.tenant == nil || sl.state() == slotFree {
 		return
 	}
 	sl.sess.tenant.claims.Add(-1)
-	if sl.state == slotWaiting {
+	if sl.state() == slotWaiting {
 		sl.sess.tenant.waiting.Add(-1)
 	}
 }

@@ -12,10 +12,10 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 	sh.lock(fx)
 	defer sh.unlock()
 	if sl := sess.enqueued(ns, key); sl != nil {
-		if sl.state == slotHolding && now.Passed(sl.timer.Deadline()) {
+		if sl.state() == slotHolding && now.Passed(sl.timer.Deadline()) {
 			sh.expireHolderLocked(sl, now)
 		}
-		if sl.state != slotLapsed {
+		if sl.state() != slotLapsed {
 			return status(vocab.StatusErrorAlreadyEnqueued)
 		}
 		// The fast-path grant lapsed unobserved: like dflockd after its
@@ -27,7 +27,7 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 	if r == nil {
 		return status(st)
 	}
-	if st := sess.admitClaim(r.queue.n != 0 || !r.fits(m.writer)); st != vocab.StatusOK {
+	if st := sess.admitClaim(r.waiting() || !r.fits(m.writer)); st != vocab.StatusOK {
 		return status(st) // the identity's quota (tenant.go)
 	}
 	if sl, ok := sh.grantNowLocked(r, sess, m, leaseMs, now); ok {
@@ -36,17 +36,17 @@ func (e *Engine) enqueue(sess *session, ns namespace, key []byte, m mode, leaseM
 		if sl == nil {
 			return res
 		}
-		sl.twoPhase = true
-		sess.rememberEnqueued(ns, r.key, sl)
+		sl.set(flagTwoPhase, true)
+		sess.rememberEnqueued(ns, r.key(), sl, sh.index)
 		res.Status = vocab.StatusAcquired
 		return res
 	}
-	if r.queue.n >= e.cfg.MaxWaiters {
+	if sh.queueOf(r).n >= e.cfg.MaxWaiters {
 		return status(vocab.StatusErrorMaxWaiters)
 	}
 	sl := sh.queueLocked(r, sess, m, leaseMs, now)
-	sl.twoPhase = true // no timer until w
-	sess.rememberEnqueued(ns, r.key, sl)
+	sl.set(flagTwoPhase, true) // no timer until w
+	sess.rememberEnqueued(ns, r.key(), sl, sh.index)
 	return status(vocab.StatusQueued)
 }
 
@@ -61,7 +61,7 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 		return status(vocab.StatusErrorNotEnqueued)
 	}
 	sess.forgetEnqueued(ns, key)
-	switch sl.state {
+	switch sl.state() {
 	case slotLapsed:
 		sh.freeSlotLocked(sl)
 		return status(vocab.StatusErrorLeaseExpired)
@@ -73,14 +73,14 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 			return status(vocab.StatusErrorLeaseExpired)
 		}
 		// Observing the grant restarts its lease (every dflockd version).
-		sl.twoPhase = false
-		sh.watchEventLocked(evAcquire, sl.res.key) // w succeeded (§B.10: e+w fast path emits twice)
-		sh.armLocked(&sl.timer, now.After(sl.lease))
+		sl.set(flagTwoPhase, false)
+		sh.watchEventLocked(evAcquire, sl.res.key()) // w succeeded (§B.10: e+w fast path emits twice)
+		sh.armLocked(&sl.timer, now.After(sh.leaseOf(sl)))
 		sh.touchLocked(sl.res, now)
 		return sh.grantResult(sl)
 	}
 	// Still queued.
-	sl.twoPhase = false
+	sl.set(flagTwoPhase, false)
 	if timeoutMs == 0 {
 		sh.timeoutWaiterLocked(sl, now)
 		return status(vocab.StatusTimeout)
@@ -89,7 +89,7 @@ func (e *Engine) wait(sess *session, ns namespace, key []byte, timeoutMs int64, 
 		sh.dropWaiterLocked(sl, now) // a drain ends every wait (spec §D.5)
 		return status(vocab.StatusError)
 	}
-	sl.blocked = true
+	sl.set(flagBlocked, true)
 	sh.armLocked(&sl.timer, now.After(timeoutMs))
 	sh.touchLocked(sl.res, now)
 	return Result{Blocked: true}

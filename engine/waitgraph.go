@@ -19,18 +19,18 @@ func (e *Engine) WaitGraph() *deadlock.Graph {
 		sh.mu.Lock()
 		for ns := range sh.res {
 			for r := range sh.res[ns].all {
-				if r.queue.n == 0 {
+				if !r.waiting() {
 					continue
 				}
 				dr := deadlock.Resource{
-					Key: r.key, Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.rw,
-					Holders: make([]deadlock.Claim, 0, r.holders.n), Queue: make([]deadlock.Claim, 0, r.queue.n),
+					Key: r.key(), Kind: e.kindOf(namespace(ns), r).String(), Limit: int(r.limit), RW: r.isRW(),
+					Holders: make([]deadlock.Claim, 0, r.nHolders()), Queue: make([]deadlock.Claim, 0, sh.queueOf(r).n),
 				}
-				for sl := r.holders.head; sl != nil; sl = sl.next {
-					dr.Holders = append(dr.Holders, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer})
+				for sl := r.holders; sl != nil; sl = sl.next {
+					dr.Holders = append(dr.Holders, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer()})
 				}
-				for sl := r.queue.head; sl != nil; sl = sl.next {
-					dr.Queue = append(dr.Queue, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer, Blocked: sl.blocked})
+				for sl := sh.queueOf(r).head; sl != nil; sl = sl.next {
+					dr.Queue = append(dr.Queue, deadlock.Claim{Session: uint64(sl.sess.id), Writer: sl.writer(), Blocked: sl.blocked()})
 				}
 				g.Resources = append(g.Resources, dr)
 			}

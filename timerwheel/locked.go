@@ -78,7 +78,7 @@ func (l *Locked) ResetUnless(n *Node, deadline Tick, stop func() bool) {
 
 func (l *Locked) set(n *Node, deadline Tick, replace bool, stop func() bool) {
 	l.mu.Lock()
-	if (stop != nil && stop()) || (!replace && n.armed && n.deadline <= deadline) {
+	if (stop != nil && stop()) || (!replace && n.Armed() && n.deadline <= deadline) {
 		l.mu.Unlock()
 		return
 	}
@@ -109,7 +109,7 @@ func (l *Locked) Cancel(n *Node) bool {
 // Armed reports whether n is armed in l.
 func (l *Locked) Armed(n *Node) bool {
 	l.mu.Lock()
-	armed := n.armed
+	armed := n.Armed()
 	l.mu.Unlock()
 	return armed
 }

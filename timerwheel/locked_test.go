@@ -504,7 +504,7 @@ func TestLockedConcurrent(t *testing.T) {
 	earliest, last := Tick(never), Tick(0)
 	l.mu.Lock()
 	for i := range nodes {
-		if nodes[i].armed {
+		if nodes[i].Armed() {
 			earliest = min(earliest, nodes[i].deadline)
 			last = max(last, nodes[i].deadline)
 		}

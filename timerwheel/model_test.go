@@ -186,7 +186,7 @@ func (m *model) advance() {
 		// Advance began: nothing earlier may still be waiting.
 		if min, _ := m.h.min(); min < n.Deadline() && n.Deadline() > before {
 			e := m.h[0]
-			m.t.Fatalf("fired %d while %d is armed (node %d where %d armed %v; now %d before %d limit %d budget %d fired %d)", n.Deadline(), min, e.id, m.nodes[e.id].where, m.nodes[e.id].armed, w.Now(), before, limit, budget, fired)
+			m.t.Fatalf("fired %d while %d is armed (node %d where %d armed %v; now %d before %d limit %d budget %d fired %d)", n.Deadline(), min, e.id, m.nodes[e.id].where&^armedBit, m.nodes[e.id].Armed(), w.Now(), before, limit, budget, fired)
 		}
 		m.forget(id)
 		// Callbacks re-arm themselves (maybe in the past), and touch

@@ -14,11 +14,13 @@ package timerwheel
 type Node struct {
 	// Kind is free for the owner's use; the wheel never reads it.
 	Kind uint8
-
-	armed bool
+	// Flags is free for the owner's use, like Kind: a byte the wheel once
+	// spent on an armed bool, now armedBit of where (the engine keeps a
+	// claim's state and flags in it, so that its slot stays 80 bytes).
+	Flags uint8
 	// where is the list holding the node: a level slot or one of the
 	// wheel's special lists. Cancel needs it to fix the list head and the
-	// occupancy bit in O(1).
+	// occupancy bit in O(1). Its armedBit says whether the node is armed.
 	where uint16
 	// Mark is free for the owner's use, like Kind; the wheel never reads
 	// or clears it. It sits in what would be padding before prev, so the
@@ -30,7 +32,10 @@ type Node struct {
 
 // Armed reports whether the node is in a wheel. It is false inside the fire
 // callback: the wheel disarms a node before firing it.
-func (n *Node) Armed() bool { return n.armed }
+func (n *Node) Armed() bool { return n.where&armedBit != 0 }
+
+// armedBit marks an armed node in where, above every list index.
+const armedBit = 1 << 15
 
 // Deadline is the deadline of the node's last Add or Reset; after firing it
 // still reports the deadline it fired for.
@@ -41,7 +46,7 @@ func (n *Node) Deadline() Tick { return n.deadline }
 // from a snapshot. It panics on an armed node, whose deadline is its
 // wheel's.
 func (n *Node) SetIdleDeadline(d Tick) {
-	if n.armed {
+	if n.Armed() {
 		panic("timerwheel: SetIdleDeadline of an armed Node")
 	}
 	n.deadline = d

@@ -34,6 +34,9 @@ const (
 	numLists
 )
 
+// Every list index must stay below armedBit (node.go).
+var _ [armedBit - numLists]struct{}
+
 // Wheel is a hierarchical timer wheel with 1 ms ticks.
 //
 // It is not safe for concurrent use: its owner guards it, and the fire
@@ -79,10 +82,10 @@ func (w *Wheel) Len() int { return w.count }
 // Advance call after the current one. Add panics if n is already armed,
 // because silently re-linking it would corrupt the list it is in.
 func (w *Wheel) Add(n *Node, deadline Tick) {
-	if n.armed {
+	if n.Armed() {
 		panic(fmt.Sprintf("timerwheel: Add of an armed Node (armed for %d, new deadline %d): use Reset", n.deadline, deadline))
 	}
-	n.armed = true
+	n.where |= armedBit
 	n.deadline = deadline
 	w.count++
 	if deadline <= w.now && w.firing {
@@ -96,11 +99,11 @@ func (w *Wheel) Add(n *Node, deadline Tick) {
 // node (never armed, already fired or already cancelled) is a no-op, so
 // owners need not track whether their timer already fired.
 func (w *Wheel) Cancel(n *Node) bool {
-	if !n.armed {
+	if !n.Armed() {
 		return false
 	}
 	w.unlink(n)
-	n.armed = false
+	n.where = 0
 	w.count--
 	return true
 }
@@ -179,7 +182,7 @@ func (w *Wheel) endAdvance(more *bool) {
 	if d := w.heads[listDeferred]; d != nil {
 		last := d
 		for ; ; last = last.next {
-			last.where = listDue
+			last.where = listDue | armedBit
 			if last.next == nil {
 				break
 			}
@@ -257,7 +260,7 @@ func (w *Wheel) drain(idx int, budget *int, fire func(*Node)) bool {
 		}
 		*budget--
 		w.unlink(n)
-		n.armed = false
+		n.where = 0
 		w.count--
 		fire(n)
 	}
@@ -322,7 +325,7 @@ func (w *Wheel) pushPast(n *Node, idx int) {
 }
 
 func (w *Wheel) push(n *Node, idx int) {
-	n.where = uint16(idx)
+	n.where = uint16(idx) | armedBit
 	n.prev = nil
 	n.next = w.heads[idx]
 	if n.next != nil {
@@ -335,7 +338,7 @@ func (w *Wheel) unlink(n *Node) {
 	if n.prev != nil {
 		n.prev.next = n.next
 	} else {
-		idx := int(n.where)
+		idx := int(n.where &^ armedBit)
 		w.heads[idx] = n.next
 		if n.next == nil && idx < listDue {
 			w.occupied[idx>>slotBits] &^= 1 << (idx & slotMask)

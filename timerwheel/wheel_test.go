@@ -15,8 +15,8 @@ func checkInvariants(t testing.TB, w *Wheel) {
 		var prev *Node
 		for n := w.heads[idx]; n != nil; n = n.next {
 			count++
-			if !n.armed || int(n.where) != idx || n.prev != prev {
-				t.Fatalf("list %d: node armed=%v where=%d prev ok=%v", idx, n.armed, n.where, n.prev == prev)
+			if !n.Armed() || int(n.where&^armedBit) != idx || n.prev != prev {
+				t.Fatalf("list %d: node armed=%v where=%d prev ok=%v", idx, n.Armed(), n.where&^armedBit, n.prev == prev)
 			}
 			d := n.deadline
 			switch {
