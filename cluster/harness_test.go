@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -253,4 +254,30 @@ func req(t *testing.T, cmd, key, arg string) *vocab.Request {
 func sessionOf(f *FSM, conn uint64) engine.SessionID {
 	sid, _ := f.eng.ConnSession(conn)
 	return sid
+}
+
+// restoredCopy snapshots f as raft does (Snapshot, then Persist) and
+// restores the bytes into a new replica of the given shard count, which
+// delivers as f does (the same leader's epoch). It fails the test unless
+// the copy digests as f does.
+func restoredCopy(t *testing.T, f *FSM, shards int, what string) (*FSM, *textOutput) {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatalf("%s: snapshot: %v", what, err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&bufSink{Buffer: &buf}); err != nil {
+		t.Fatalf("%s: persist: %v", what, err)
+	}
+	out := &textOutput{}
+	g := NewFSM(engine.Config{Shards: shards}, out)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+		t.Fatalf("%s: restore: %v", what, err)
+	}
+	if g.Digest() != f.Digest() {
+		t.Fatalf("%s: the restored replica's digest differs", what)
+	}
+	g.deliverEpoch.Store(f.deliverEpoch.Load())
+	return g, out
 }

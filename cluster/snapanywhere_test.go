@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -41,23 +39,7 @@ func TestFSMSnapshotAnywhere(t *testing.T) {
 			first := &textOutput{}
 			c := NewFSM(engine.Config{Shards: 8}, first)
 			replay(c, g.batches[:cut], 1)
-			snap, err := c.Snapshot()
-			if err != nil {
-				t.Fatalf("%s: %v", where, err)
-			}
-			var buf bytes.Buffer
-			if err := snap.Persist(&bufSink{Buffer: &buf}); err != nil {
-				t.Fatal(err)
-			}
-			rest := &textOutput{}
-			d := NewFSM(engine.Config{Shards: 16}, rest)
-			if err := d.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-				t.Fatalf("%s: restore: %v", where, err)
-			}
-			if d.Digest() != c.Digest() {
-				t.Fatalf("%s: the restored replica's digest differs", where)
-			}
-			d.deliverEpoch.Store(c.deliverEpoch.Load())
+			d, rest := restoredCopy(t, c, 16, where)
 			replay(d, g.batches[cut:], uint64(cut)+1)
 			compare(t, where, ref.lines[len(first.lines):], rest.lines)
 			if d.Digest() != a.Digest() {

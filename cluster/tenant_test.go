@@ -1,15 +1,12 @@
 package cluster
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
-	"github.com/dflockd-ng/dflockd/parse"
 	"github.com/dflockd-ng/dflockd/timerwheel"
 	"github.com/dflockd-ng/dflockd/vocab"
 )
@@ -19,14 +16,6 @@ import (
 // them, and a replica restored from a snapshot goes on counting as the
 // others do.
 func TestTenantQuotasThroughTheLog(t *testing.T) {
-	req := func(conn uint64, cmd, key, arg string) Op {
-		t.Helper()
-		r, err := parse.Parse(parse.Frame{Cmd: []byte(cmd), Key: []byte(key), Arg: []byte(arg)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Op{Kind: OpRequest, Conn: conn, Req: r}
-	}
 	const a1, a2, b1 = 1<<32 | 1, 1<<32 | 2, 1<<32 | 3
 	team := func(conn uint64, name string, claims, waiting, keys int64) Op {
 		return Op{Kind: OpTenant, Conn: conn, Tenant: TenantBounds{Name: []byte(name), Claims: claims, Waiting: waiting, Keys: keys}}
@@ -34,15 +23,15 @@ func TestTenantQuotasThroughTheLog(t *testing.T) {
 	batches := [][]Op{
 		{{Kind: OpInit, Init: Init{Profile: vocab.ProfileRF, DefaultLease: 30 * time.Second, TokenKey: engine.TokenKey{9}}},
 			{Kind: OpPromote}},
-		{team(a1, "team-a", 2, 1, 1), team(a2, "team-a", 2, 1, 1), req(b1, "l", "k2", "0 30")},
-		{req(a1, "l", "k1", "0 30"), req(a2, "l", "k2", "10 30"), req(a1, "l", "k3", "0 30"),
-			req(a1, "incr", "c1", "1"), req(a1, "incr", "c2", "1"), req(b1, "incr", "c3", "1")},
+		{team(a1, "team-a", 2, 1, 1), team(a2, "team-a", 2, 1, 1), reqOp(t, b1, "l", "k2", "0 30")},
+		{reqOp(t, a1, "l", "k1", "0 30"), reqOp(t, a2, "l", "k2", "10 30"), reqOp(t, a1, "l", "k3", "0 30"),
+			reqOp(t, a1, "incr", "c1", "1"), reqOp(t, a1, "incr", "c2", "1"), reqOp(t, b1, "incr", "c3", "1")},
 	}
 	later := [][]Op{
-		{req(a1, "l", "k3", "0 30"), {Kind: OpClose, Conn: a2}, req(a1, "l", "k3", "0 30")},
+		{reqOp(t, a1, "l", "k3", "0 30"), {Kind: OpClose, Conn: a2}, reqOp(t, a1, "l", "k3", "0 30")},
 		// A reload's new bounds (connection 0) apply to the tenant's
 		// sessions at once.
-		{team(1<<32, "team-a", 2, 1, 2), req(a1, "incr", "c2", "1")},
+		{team(1<<32, "team-a", 2, 1, 2), reqOp(t, a1, "incr", "c2", "1")},
 	}
 	encode := func(bs [][]Op, first int) [][]byte {
 		var out [][]byte
@@ -72,23 +61,7 @@ func TestTenantQuotasThroughTheLog(t *testing.T) {
 		t.Fatalf("team-a counts %d claims, %d waiting, %d keys; want 2, 1, 1", c, w, k)
 	}
 
-	snap, err := a.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.Persist(&bufSink{Buffer: &buf}); err != nil {
-		t.Fatal(err)
-	}
-	rest := &textOutput{}
-	b := NewFSM(engine.Config{Shards: 16}, rest)
-	if err := b.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
-	if b.Digest() != a.Digest() {
-		t.Fatal("the restored replica's digest differs")
-	}
-	b.deliverEpoch.Store(a.deliverEpoch.Load())
+	b, rest := restoredCopy(t, a, 16, "a snapshot with tenants")
 	n := len(ref.lines)
 	replay(a, tail, uint64(1+len(head)))
 	replay(b, tail, uint64(1+len(head)))
@@ -96,8 +69,8 @@ func TestTenantQuotasThroughTheLog(t *testing.T) {
 	if a.Digest() != b.Digest() {
 		t.Fatal("the restored replica ends in another state")
 	}
-	// After a2's close its queued claim is given back: a1's second k3 is granted;
-	// the raised keys bound admits c2.
+	// After a2's close its queued claim is given back: a1's second k3 is
+	// granted; the raised keys bound admits c2.
 	var after []string
 	for _, l := range ref.lines[n:] {
 		if f := strings.Fields(l); f[0] == "1" { // a1's answers

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
 	"github.com/dflockd-ng/dflockd/fence"
@@ -89,15 +88,7 @@ func BenchmarkPolicyCost(b *testing.B) {
 			with, without := setUp(v.pol), setUp(nil)
 			with()
 			without()
-			var tWith, tWithout time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				with()
-				t1 := time.Now()
-				without()
-				tWith += t1.Sub(t0)
-				tWithout += time.Since(t1)
-			}
+			tWith, tWithout := alternate(b, with, without)
 			frames := float64(b.N * conns * pairs * 2)
 			b.ReportMetric(float64(tWith.Nanoseconds())/frames, "ns/frame-first")
 			b.ReportMetric(float64(tWithout.Nanoseconds())/frames, "ns/frame-none")
