@@ -44,10 +44,12 @@ func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Insta
 		if isAuth && id != nil {
 			if !s.admit(id) {
 				// Over the identity's connection quota: closed, as a
-				// server at its connection limit closes a new one.
+				// server at its connection limit closes a new one, and
+				// at once: a tenant that redials in a loop then costs
+				// the loop no timer, no wake of the timer driver and no
+				// second turn per refusal (issue #35's noisy tenant).
 				s.closing = true
-				s.deadline = now.After(0)
-				s.t.SetTimer(s.deadline)
+				s.t.Close()
 				return out
 			}
 			s.authed = true
