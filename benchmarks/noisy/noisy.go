@@ -62,6 +62,9 @@ type Config struct {
 	// DialRate is connections a second opened beyond the conns quota; 0:
 	// none.
 	DialRate int
+	// DialAddr is where those connections go; default Addr. A Sink's
+	// address makes the control (sink.go).
+	DialAddr string
 	// Lease of every claim, in seconds; default 600, longer than a run,
 	// so that the quotas stay full through it.
 	Lease int
@@ -86,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FloodDepth == 0 {
 		c.FloodDepth = 32
+	}
+	if c.DialAddr == "" {
+		c.DialAddr = c.Addr
 	}
 	if c.Lease == 0 {
 		c.Lease = 600
@@ -492,7 +498,7 @@ func (t *Tenant) dialer() {
 }
 
 func (t *Tenant) dialOnce() error {
-	nc, err := net.DialTimeout("tcp", t.cfg.Addr, dialWait)
+	nc, err := net.DialTimeout("tcp", t.cfg.DialAddr, dialWait)
 	if err != nil {
 		return err
 	}

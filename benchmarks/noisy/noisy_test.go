@@ -176,3 +176,37 @@ func fakeServer(t *testing.T, reply func(cmd string) string) string {
 	}()
 	return ln.Addr().String()
 }
+
+// With DialAddr a Sink's, the connections beyond the conns quota go to
+// the sink, which closes each at its auth as the server does: every dial
+// is one the sink took, and the floods still run against the server.
+func TestDialsToSink(t *testing.T) {
+	q := Quota{Locks: 12, Waiters: 3, Keys: 5, Conns: 6}
+	addr := startPolicyServer(t, q)
+	sk, err := StartSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Stop()
+	ten, err := Start(context.Background(), Config{Addr: addr, Token: "noisy-token", Quota: q, FloodDepth: 8, DialRate: 50, DialAddr: sk.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ten.c.dials.Load() < 5 || ten.c.maxKeys.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: %d dials, %d error_max_keys", ten.c.dials.Load(), ten.c.maxKeys.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, err := ten.Stop()
+	if err != nil {
+		t.Fatalf("%v (counts %+v)", err, c)
+	}
+	if c.Dials == 0 || c.ConnsClosed != c.Dials {
+		t.Errorf("%d dials, %d closed", c.Dials, c.ConnsClosed)
+	}
+	if got := sk.Accepted(); got < c.Dials {
+		t.Errorf("the sink took %d connections, the dialer counted %d", got, c.Dials)
+	}
+}

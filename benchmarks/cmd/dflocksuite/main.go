@@ -65,6 +65,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == noisyCommand {
 		os.Exit(noisyMain(os.Args[2:], os.Stdin, os.Stdout))
 	}
+	if len(os.Args) > 1 && os.Args[1] == sinkCommand {
+		os.Exit(sinkMain(os.Stdin, os.Stdout))
+	}
 	if len(os.Args) > 1 && os.Args[1] == pinCommand {
 		os.Exit(pinMain(os.Args[2:]))
 	}
@@ -118,6 +121,7 @@ type runner struct {
 	// noisy one's rate quota and dials a second beyond its conns quota.
 	noisyConns, noisyDepth, noisyRate, noisyDials int
 	noisyCPUs                                     string // where the noisy tenant's process runs (default the client CPUs)
+	noisyControl                                  bool   // a third phase: the noisy tenant's dials to a sink (noisy.go)
 
 	// The scaling workload (scaling.go): its own CPU sets, loop counts and
 	// connection × depth shapes, and the threaded Redis's io-threads.
@@ -218,6 +222,7 @@ func suiteMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&s.noisyRate, "noisy-rate", 2000, "noisy workload: the noisy tenant's rate quota (requests a second)")
 	fs.IntVar(&s.noisyDials, "noisy-dials", 100, "noisy workload: connections a second the noisy tenant opens beyond its conns quota")
 	fs.StringVar(&s.noisyCPUs, "noisy-cpus", "", "noisy workload: CPU list of the noisy tenant's process (default --client-cpus)")
+	fs.BoolVar(&s.noisyControl, "noisy-control", true, "noisy workload: a third phase, the noisy tenant with its dials sent to a bare sink on the server's CPUs instead of to the server (what they cost the host, not the server)")
 	fs.IntVar(&s.ngLoops, "loops", 1, "--loops of dflockd-ng (and of the ceiling)")
 	fs.IntVar(&s.ngMaxLocks, "max-locks", 2000000, "--max-locks of dflockd-ng and the baseline")
 	fs.Var(&s.extra, "target", "extra dflockd-protocol target `name=host:port[@pid]` (loopback, repeatable; with its process id, its server CPU is measured too)")

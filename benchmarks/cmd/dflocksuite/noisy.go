@@ -7,9 +7,13 @@ package main
 // once: locks, waiters, keys, a flood paced by its rate, connections
 // beyond its conns quota). The quiet tenant runs the lock loop (lock+
 // release, default 10 connections × depth 1) alone and beside the noisy
-// one, the two phases alternating which goes first each round. The
-// report gives the quiet tenant's pairs/s and p99 in both, and their
-// ratios round by round.
+// one, and (--noisy-control) beside the same noisy tenant with its dials
+// sent to a bare sink on the server's CPUs instead of to the server: a
+// control for what the dials cost the host whoever serves them (on a
+// host of two CPUs, the dialer shares the quiet tenant's load
+// generator's and the other end the server's). The phases rotate which goes first each round. The report gives
+// the quiet tenant's pairs/s and p99 in each, and their ratios round by
+// round.
 
 import (
 	"bytes"
@@ -17,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/dflockd-ng/dflockd/benchmarks/loadgen"
@@ -37,6 +42,7 @@ const goalNoisy = 0.10
 const (
 	noisyAlone     = "quiet-alone"
 	noisyBeside    = "quiet-beside-noisy"
+	noisyControl   = "quiet-beside-noisy-sink" // its dials to a sink, not the server
 	noisyKeyPrefix = "suite.quiet"
 )
 
@@ -61,6 +67,7 @@ type noisyResult struct {
 	Quota    noisy.Quota `json:"noisy_quota"`
 	Rate     int         `json:"noisy_rate"`
 	DialRate int         `json:"noisy_dials_per_s"`
+	Control  bool        `json:"control_dials_to_sink"`
 	Notes    []string    `json:"notes"`
 	Runs     []noisyRun  `json:"runs"` // in the order run; Rep is the round
 }
@@ -111,7 +118,8 @@ func (s *runner) noisyPhase(ctx context.Context) (*noisyResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dflockd-ng (noisy): %w", err)
 	}
-	res := &noisyResult{Conns: s.noisyConns, Depth: s.noisyDepth, Quota: noisyQuota, Rate: s.noisyRate, DialRate: s.noisyDials}
+	control := s.noisyControl && s.noisyDials > 0
+	res := &noisyResult{Conns: s.noisyConns, Depth: s.noisyDepth, Quota: noisyQuota, Rate: s.noisyRate, DialRate: s.noisyDials, Control: control}
 	q := noisyQuota
 	cpus := s.noisyCPUs
 	if cpus == "" || s.clientCPUs == "" {
@@ -125,13 +133,36 @@ func (s *runner) noisyPhase(ctx context.Context) (*noisyResult, error) {
 		fmt.Sprintf("The noisy tenant (package `noisy`), all %d of its connections authenticated as `noisy`: one holds %d locks and one queues %d waiters on them (claims one short of its locks quota, waiters at theirs); then, 32 requests in flight each, try-locks on fresh keys each released at once (its claims touch the quota: grants and `error_max_locks`), enqueues on the held keys (`error_max_waiters`), `kset` of fresh keys (`error_max_keys` past %d) and `get` volume, all paced together by its rate of %d requests a second; and %d connections a second beyond its conns quota, each closed by the server at its auth. Every reply is checked.",
 			q.Conns, q.Locks-q.Waiters-1, q.Waiters, q.Keys, s.noisyRate, s.noisyDials),
 		fmt.Sprintf("The quiet tenant's load generator is this suite, pinned to CPU %s; the noisy tenant is a process of its own (`dflocksuite noisy-tenant`), pinned to CPU %s (`--noisy-cpus`): where the two share a CPU, what the noisy client takes of it (its cores, below) is taken from the quiet tenant's generator too, not only from the server.", orAll(s.clientCPUs), orAll(cpus)))
-	base := target{addr: p.addr, kind: "line", pid: p.pid, tokens: []string{quietTok}, keyPrefix: noisyKeyPrefix}
-	alone, beside := base, base
-	alone.name, beside.name = noisyAlone, noisyBeside
-	start := func(ctx context.Context) (stopper, error) {
-		return s.startNoisyProc(noisy.Config{Addr: p.addr, Token: noisyTok, Quota: q, DialRate: s.noisyDials}, cpus)
+	if control {
+		res.Notes = append(res.Notes, fmt.Sprintf("`%s` (the control, `--noisy-control`): the same noisy tenant, its %d dials a second sent not to the server but to a bare sink (`dflocksuite dial-sink`: a Go listener that reads each auth and closes, as the server does at the quota), a process pinned to the server's CPU %s. Each connection then costs the host what it costs wherever it is served (the dialer, the kernel's work at both ends, a goroutine to read it) with none of it in the server: `%s` ÷ `%s` is the server's part of what the dials do to the quiet tenant.",
+			noisyControl, s.noisyDials, orAll(s.serverCPUs), noisyBeside, noisyControl))
 	}
-	runs, err := s.noisyRounds(ctx, &alone, &beside, start)
+	base := target{addr: p.addr, kind: "line", pid: p.pid, tokens: []string{quietTok}, keyPrefix: noisyKeyPrefix}
+	alone, beside, sinked := base, base, base
+	alone.name, beside.name, sinked.name = noisyAlone, noisyBeside, noisyControl
+	phases := []*target{&alone, &beside}
+	if control {
+		phases = append(phases, &sinked)
+	}
+	var sink *sinkProc
+	if control {
+		if sink, err = s.startSinkProc(s.serverCPUs); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if _, err := sink.Stop(); err != nil {
+				fmt.Fprintln(s.stderr, "dflocksuite:", err)
+			}
+		}()
+	}
+	start := func(ctx context.Context, t *target) (stopper, error) {
+		cfg := noisy.Config{Addr: p.addr, Token: noisyTok, Quota: q, DialRate: s.noisyDials}
+		if t == &sinked {
+			cfg.DialAddr = sink.addr
+		}
+		return s.startNoisyProc(cfg, cpus)
+	}
+	runs, err := s.noisyRounds(ctx, phases, start)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +170,17 @@ func (s *runner) noisyPhase(ctx context.Context) (*noisyResult, error) {
 	return res, nil
 }
 
-// noisyRounds runs the quiet tenant alone and beside the noisy one,
-// --reps rounds, the first phase alternating.
-func (s *runner) noisyRounds(ctx context.Context, alone, beside *target, start func(context.Context) (stopper, error)) ([]noisyRun, error) {
+// noisyRounds runs the quiet tenant in each phase, the first of which is
+// alone and the others beside a noisy tenant start starts, --reps rounds,
+// the phases rotating which goes first.
+func (s *runner) noisyRounds(ctx context.Context, phases []*target, start func(context.Context, *target) (stopper, error)) ([]noisyRun, error) {
 	var out []noisyRun
-	total := 2 * s.reps
+	total := len(phases) * s.reps
 	began := time.Now()
+	alone := phases[0]
 	for r := 1; r <= s.reps; r++ {
-		order := []*target{alone, beside}
-		if r%2 == 0 {
-			order = []*target{beside, alone}
-		}
+		k := (r - 1) % len(phases)
+		order := append(slices.Clone(phases[k:]), phases[:k]...)
 		for _, t := range order {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("interrupted: %w", err)
@@ -160,9 +191,9 @@ func (s *runner) noisyRounds(ctx context.Context, alone, beside *target, start f
 			fmt.Fprintf(s.stderr, "[noisy %d/%d] %s lock c=%d d=%d round %d/%d (elapsed %v) … ", len(out)+1, total, t.name,
 				s.noisyConns, s.noisyDepth, r, s.reps, time.Since(began).Round(time.Second))
 			var ten stopper
-			if t == beside {
+			if t != alone {
 				var err error
-				if ten, err = start(ctx); err != nil {
+				if ten, err = start(ctx, t); err != nil {
 					fmt.Fprintln(s.stderr, "FAIL")
 					return nil, fmt.Errorf("round %d: the noisy tenant: %w", r, err)
 				}
@@ -195,11 +226,11 @@ func (s *runner) noisyRounds(ctx context.Context, alone, beside *target, start f
 	return out, nil
 }
 
-// noisyRound is one round's two runs.
+// noisyRound is one round's runs.
 type noisyRound struct {
-	round         int
-	first         string
-	alone, beside *noisyRun
+	round                  int
+	first                  string
+	alone, beside, control *noisyRun
 }
 
 func (r *noisyResult) rounds() []noisyRound {
@@ -210,9 +241,12 @@ func (r *noisyResult) rounds() []noisyRound {
 			out = append(out, noisyRound{round: run.Rep, first: run.Target})
 		}
 		rd := &out[len(out)-1]
-		if run.Target == noisyAlone {
+		switch run.Target {
+		case noisyAlone:
 			rd.alone = run
-		} else {
+		case noisyControl:
+			rd.control = run
+		default:
 			rd.beside = run
 		}
 	}
@@ -221,17 +255,27 @@ func (r *noisyResult) rounds() []noisyRound {
 
 // ratios returns beside/alone of a figure, round by round.
 func (r *noisyResult) ratios(of func(*noisyRun) float64) []float64 {
+	return r.ratiosOf(of, func(rd noisyRound) (*noisyRun, *noisyRun) { return rd.beside, rd.alone })
+}
+
+// ratiosOf returns num/den of a figure, round by round, the two runs
+// picked from each round by pick.
+func (r *noisyResult) ratiosOf(of func(*noisyRun) float64, pick func(noisyRound) (num, den *noisyRun)) []float64 {
 	var out []float64
 	for _, rd := range r.rounds() {
-		if rd.alone == nil || rd.beside == nil {
+		num, den := pick(rd)
+		if num == nil || den == nil {
 			continue
 		}
-		if a, b := of(rd.alone), of(rd.beside); a > 0 && b > 0 {
+		if a, b := of(den), of(num); a > 0 && b > 0 {
 			out = append(out, b/a)
 		}
 	}
 	return out
 }
+
+func controlOverAlone(rd noisyRound) (*noisyRun, *noisyRun)  { return rd.control, rd.alone }
+func besideOverControl(rd noisyRound) (*noisyRun, *noisyRun) { return rd.beside, rd.control }
 
 func runPairs(x *noisyRun) float64 { return x.PairsPerS }
 func runP99(x *noisyRun) float64   { return float64(x.P99Ns) }
@@ -245,8 +289,14 @@ func (r *noisyResult) verdict() string {
 		return msg + " not measured (no round ran both phases)."
 	}
 	met := thr.Median >= 1-goalNoisy && p99.Median <= 1+goalNoisy
-	return fmt.Sprintf("%s pairs/s **%.3f×** (%.3f–%.3f), p99 **%.3f×** (%.3f–%.3f), medians of %d rounds' ratios (%s).",
+	v := fmt.Sprintf("%s pairs/s **%.3f×** (%.3f–%.3f), p99 **%.3f×** (%.3f–%.3f), medians of %d rounds' ratios (%s).",
 		msg, thr.Median, thr.Min, thr.Max, p99.Median, p99.Min, p99.Max, thr.N, metOrNot(met))
+	ca, bc := suite.Aggregate(r.ratiosOf(runP99, controlOverAlone)), suite.Aggregate(r.ratiosOf(runP99, besideOverControl))
+	if ca.N > 0 && bc.N > 0 {
+		v += fmt.Sprintf("\n\nThe control: the quiet tenant's p99 beside the noisy tenant with its dials sent to a bare sink, ÷ alone, **%.3f×** (%.3f–%.3f): what the noisy tenant does on this host with none of its dials in the server. Beside it against the server ÷ the control, **%.3f×** (%.3f–%.3f): the server's part.",
+			ca.Median, ca.Min, ca.Max, bc.Median, bc.Min, bc.Max)
+	}
+	return v
 }
 
 // markdown renders the section.
@@ -268,7 +318,10 @@ func (r *noisyResult) markdown(rep *suite.Report) []byte {
 		p("### The quiet tenant: lock+release, %d connections × depth %d\n\n", r.Conns, r.Depth)
 		p("Pairs/s median (min–max) over %d round(s); p50, p99 = per-request latency, medians of the rounds'; server cores = the server's CPU time over the window ÷ the window, and server CPU per quiet pair = that time ÷ the quiet tenant's pairs (both tenants' work: beside the noisy one, what it costs the server shows here), medians.\n\n", len(rounds))
 		p("| phase | pairs/s | p50 | p99 | server cores | server CPU per quiet pair |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, name := range []string{noisyAlone, noisyBeside} {
+		for _, name := range []string{noisyAlone, noisyBeside, noisyControl} {
+			if name == noisyControl && !r.Control {
+				continue
+			}
 			c, ok := cells[suite.CellKey{Target: name, Workload: string(loadgen.Lock), Conns: r.Conns, Depth: r.Depth}]
 			if !ok {
 				p("| %s | – | – | – | – | – |\n", name)
@@ -300,7 +353,19 @@ func (r *noisyResult) markdown(rep *suite.Report) []byte {
 				suite.FmtNs(float64(a.P99Ns)), suite.FmtNs(float64(bs.P99Ns)), float64(bs.P99Ns)/float64(a.P99Ns),
 				c.Requests, c.MaxLocks, c.MaxWaiters, c.MaxKeys, c.ConnsClosed, c.Dials, fmtCoresOr(bs.NoisyCores))
 		}
-		p("\nThe noisy tenant's counts cover its whole run in the round (setup, warm-up and window).\n\n%s\n\n", r.verdict())
+		p("\nThe noisy tenant's counts cover its whole run in the round (setup, warm-up and window).\n\n")
+		if r.Control {
+			p("The control, round by round (p99 of the quiet tenant):\n\n| round | alone | beside the noisy tenant | beside it, dials to a sink | sink ÷ alone | beside ÷ sink |\n|---:|---:|---:|---:|---:|---:|\n")
+			for _, rd := range rounds {
+				if rd.alone == nil || rd.beside == nil || rd.control == nil {
+					continue
+				}
+				a, bs, ct := float64(rd.alone.P99Ns), float64(rd.beside.P99Ns), float64(rd.control.P99Ns)
+				p("| %d | %s | %s | %s | %.3f | %.3f |\n", rd.round, suite.FmtNs(a), suite.FmtNs(bs), suite.FmtNs(ct), ct/a, bs/ct)
+			}
+			p("\n")
+		}
+		p("%s\n\n", r.verdict())
 	}
 	if rep.RawPath != "" {
 		p("Raw results: [`%s`](%s)\n", rep.RawPath, rep.RawPath)

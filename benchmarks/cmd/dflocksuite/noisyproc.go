@@ -5,7 +5,7 @@ package main
 // measure, and on a host with a CPU to spare it does not share the quiet
 // tenant's load generator's.
 //
-//	dflocksuite noisy-tenant --addr A --token T --locks N --waiters N --keys N --conns N --dials N
+//	dflocksuite noisy-tenant --addr A --token T --locks N --waiters N --keys N --conns N --dials N [--dial-addr A]
 //
 // It sets the tenant up, prints "ready", floods until its standard input
 // closes, then prints the counts and the failure, if any, as one JSON
@@ -48,6 +48,7 @@ func noisyMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs.IntVar(&cfg.Quota.Keys, "keys", 0, "its keys quota")
 	fs.IntVar(&cfg.Quota.Conns, "conns", 0, "its conns quota")
 	fs.IntVar(&cfg.DialRate, "dials", 0, "connections a second beyond the conns quota")
+	fs.StringVar(&cfg.DialAddr, "dial-addr", "", "where those connections go (default --addr; a dial-sink's address for the control)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -93,6 +94,9 @@ func (s *runner) startNoisyProc(cfg noisy.Config, cpus string) (*noisyProc, erro
 	args := []string{noisyCommand, "--addr", cfg.Addr, "--token", cfg.Token, "--locks", strconv.Itoa(q.Locks),
 		"--waiters", strconv.Itoa(q.Waiters), "--keys", strconv.Itoa(q.Keys), "--conns", strconv.Itoa(q.Conns),
 		"--dials", strconv.Itoa(cfg.DialRate)}
+	if cfg.DialAddr != "" {
+		args = append(args, "--dial-addr", cfg.DialAddr)
+	}
 	exe := self
 	if cpus != "" {
 		args = append([]string{pinCommand, cpus, "--", self}, args...)
@@ -153,4 +157,79 @@ func (np *noisyProc) Stop() (noisy.Counts, error) {
 		return rep.Counts, errors.New(rep.Error)
 	}
 	return rep.Counts, nil
+}
+
+// The dials' sink as a process of its own (the hidden dial-sink
+// subcommand), pinned to the server's CPUs, where the server's end of
+// each connection would run: it prints its address, serves until its
+// standard input closes, then prints the connections it took.
+const sinkCommand = "dial-sink"
+
+func sinkMain(stdin io.Reader, stdout io.Writer) int {
+	sk, err := noisy.StartSink()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "listening %s\n", sk.Addr())
+	_, _ = io.Copy(io.Discard, stdin)
+	sk.Stop()
+	fmt.Fprintf(stdout, "accepted %d\n", sk.Accepted())
+	return 0
+}
+
+// sinkProc is a running dial-sink process.
+type sinkProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	addr  string
+}
+
+// startSinkProc runs the dials' sink pinned to cpus (none: unpinned).
+func (s *runner) startSinkProc(cpus string) (*sinkProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	exe, args := self, []string{sinkCommand}
+	if cpus != "" {
+		args = append([]string{pinCommand, cpus, "--", self}, args...)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = s.logw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the dials' sink: %w", err)
+	}
+	sp := &sinkProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := sp.out.ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("the dials' sink said %q (%v); its output is in %s", line, err, s.logPath)
+	}
+	sp.addr = addr
+	return sp, nil
+}
+
+// Stop ends the sink and returns the connections it took.
+func (sp *sinkProc) Stop() (uint64, error) {
+	_ = sp.stdin.Close()
+	line, rerr := sp.out.ReadString('\n')
+	werr := sp.cmd.Wait()
+	var n uint64
+	if _, err := fmt.Sscanf(line, "accepted %d", &n); err != nil {
+		return 0, fmt.Errorf("no count from the dials' sink (%q: %v, %v, %v)", line, err, rerr, werr)
+	}
+	return n, nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -253,8 +256,14 @@ func TestNoisyRoundsAgainstFake(t *testing.T) {
 	var stderr bytes.Buffer
 	s := &runner{stderr: &stderr, reps: 3, warmup: 30 * time.Millisecond, duration: 150 * time.Millisecond, noisyConns: 3, noisyDepth: 1}
 	started, stopped := 0, 0
-	start := func(context.Context) (stopper, error) { started++; return stubNoisy{stopped: &stopped}, nil }
-	runs, err := s.noisyRounds(context.Background(), &alone, &beside, start)
+	start := func(_ context.Context, tg *target) (stopper, error) {
+		if tg != &beside {
+			t.Errorf("the noisy tenant started for %s", tg.name)
+		}
+		started++
+		return stubNoisy{stopped: &stopped}, nil
+	}
+	runs, err := s.noisyRounds(context.Background(), []*target{&alone, &beside}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,11 +285,39 @@ func TestNoisyRoundsAgainstFake(t *testing.T) {
 			t.Fatalf("quiet server saw %q", r)
 		}
 	}
-	start = func(context.Context) (stopper, error) {
+	// With the control, three phases rotate; the noisy tenant runs
+	// for both of the phases beside it, told which.
+	sinked := base
+	sinked.name = noisyControl
+	var startedFor []string
+	start = func(_ context.Context, tg *target) (stopper, error) {
+		startedFor = append(startedFor, tg.name)
+		return stubNoisy{stopped: &stopped}, nil
+	}
+	runs, err = s.noisyRounds(context.Background(), []*target{&alone, &beside, &sinked}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order = order[:0]
+	for _, r := range runs {
+		order = append(order, fmt.Sprintf("%d:%s", r.Rep, r.Target))
+		if (r.Target != noisyAlone) != (r.Noisy != nil) {
+			t.Errorf("run %+v: noisy counts on the wrong runs", r)
+		}
+	}
+	if want := []string{"1:quiet-alone", "1:quiet-beside-noisy", "1:quiet-beside-noisy-sink",
+		"2:quiet-beside-noisy", "2:quiet-beside-noisy-sink", "2:quiet-alone",
+		"3:quiet-beside-noisy-sink", "3:quiet-alone", "3:quiet-beside-noisy"}; !slices.Equal(order, want) {
+		t.Fatalf("order with the control %v, want %v", order, want)
+	}
+	if want := []string{noisyBeside, noisyControl, noisyBeside, noisyControl, noisyControl, noisyBeside}; !slices.Equal(startedFor, want) {
+		t.Fatalf("noisy tenant started for %v, want %v", startedFor, want)
+	}
+	start = func(context.Context, *target) (stopper, error) {
 		return stubNoisy{err: errors.New("boom"), stopped: &stopped}, nil
 	}
 	s.reps = 1
-	if _, err := s.noisyRounds(context.Background(), &alone, &beside, start); err == nil || !strings.Contains(err.Error(), "noisy tenant: boom") {
+	if _, err := s.noisyRounds(context.Background(), []*target{&alone, &beside}, start); err == nil || !strings.Contains(err.Error(), "noisy tenant: boom") {
 		t.Fatalf("a failing noisy tenant: %v", err)
 	}
 }
@@ -317,6 +354,30 @@ func TestNoisyMarkdown(t *testing.T) {
 	if v := r.verdict(); !strings.Contains(v, "p99 **1.500×**") || !strings.HasSuffix(v, "(not met).") {
 		t.Errorf("verdict %q", v)
 	}
+	// The control: its row, its round-by-round table and its ratios
+	// (sink ÷ alone, beside ÷ sink) in the verdict.
+	r.Control = true
+	var runs []noisyRun
+	for i, run := range r.Runs {
+		runs = append(runs, run)
+		if i%2 == 1 { // the round's last run so far: the control after it
+			runs = append(runs, noisyRun{Record: suite.Record{Target: noisyControl, Workload: "lock", Conns: 10, Depth: 1, Rep: run.Rep,
+				PairsPerS: 19500, P50Ns: 100e3, P99Ns: 2.5e6, Cores: 0.5, CPUPerPairNs: 25e3}, Noisy: c, NoisyCores: 0.05})
+		}
+	}
+	r.Runs = runs
+	md = string(r.markdown(&suite.Report{Title: "Noisy neighbour (generated)"}))
+	for _, want := range []string{
+		"| quiet-beside-noisy-sink | 19.5k (19.5k–19.5k) | 100 µs | 2.50 ms | 0.50 | 25.0 µs |",
+		"| round | alone | beside the noisy tenant | beside it, dials to a sink | sink ÷ alone | beside ÷ sink |",
+		"| 1 | 2.00 ms | 3.00 ms | 2.50 ms | 1.250 | 1.200 |",
+		"÷ alone, **1.250×** (1.250–1.250)",
+		"Beside it against the server ÷ the control, **1.200×** (1.200–1.200): the server's part.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown with the control lacks %q:\n%s", want, md)
+		}
+	}
 }
 
 // The noisy-tenant subcommand refuses bad arguments and a server it
@@ -329,5 +390,42 @@ func TestNoisySubcommandFails(t *testing.T) {
 	if rc := noisyMain([]string{"--addr", "127.0.0.1:1", "--token", "x", "--locks", "10", "--waiters", "2", "--keys", "3", "--conns", "5"},
 		strings.NewReader(""), &out); rc != 1 || out.Len() != 0 {
 		t.Errorf("unreachable server: exit %d, output %q", rc, out.String())
+	}
+}
+
+// The dial-sink subcommand prints its address, closes each connection at
+// its auth with no reply, and counts them when its standard input
+// closes.
+func TestDialSinkSubcommand(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() { done <- sinkMain(inR, outW); _ = outW.Close() }()
+	rd := bufio.NewReader(outR)
+	line, err := rd.ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("auth\n_\nsecret\n")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+			t.Fatalf("the sink answered %q, %v: want a close with no reply", b, err)
+		}
+		_ = c.Close()
+	}
+	_ = inW.Close()
+	if line, _ = rd.ReadString('\n'); line != "accepted 2\n" {
+		t.Fatalf("last line %q, want accepted 2", line)
+	}
+	if rc := <-done; rc != 0 {
+		t.Fatalf("exit %d", rc)
 	}
 }
