@@ -86,10 +86,6 @@ type noisyProc struct {
 // startNoisyProc runs the noisy tenant as a process pinned to cpus (none:
 // unpinned) and waits until it is set up.
 func (s *runner) startNoisyProc(cfg noisy.Config, cpus string) (*noisyProc, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	q := cfg.Quota
 	args := []string{noisyCommand, "--addr", cfg.Addr, "--token", cfg.Token, "--locks", strconv.Itoa(q.Locks),
 		"--waiters", strconv.Itoa(q.Waiters), "--keys", strconv.Itoa(q.Keys), "--conns", strconv.Itoa(q.Conns),
@@ -97,25 +93,11 @@ func (s *runner) startNoisyProc(cfg noisy.Config, cpus string) (*noisyProc, erro
 	if cfg.DialAddr != "" {
 		args = append(args, "--dial-addr", cfg.DialAddr)
 	}
-	exe := self
-	if cpus != "" {
-		args = append([]string{pinCommand, cpus, "--", self}, args...)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = s.logw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, stdout, err := s.startSelf(cpus, args...)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the noisy tenant: %w", err)
 	}
-	np := &noisyProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), began: time.Now()}
+	np := &noisyProc{cmd: cmd, stdin: stdin, out: stdout, began: time.Now()}
 	ready := make(chan error, 1)
 	go func() {
 		line, err := np.out.ReadString('\n')
@@ -188,29 +170,11 @@ type sinkProc struct {
 
 // startSinkProc runs the dials' sink pinned to cpus (none: unpinned).
 func (s *runner) startSinkProc(cpus string) (*sinkProc, error) {
-	self, err := os.Executable()
+	cmd, stdin, stdout, err := s.startSelf(cpus, sinkCommand)
 	if err != nil {
-		return nil, err
-	}
-	exe, args := self, []string{sinkCommand}
-	if cpus != "" {
-		args = append([]string{pinCommand, cpus, "--", self}, args...)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = s.logw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the dials' sink: %w", err)
 	}
-	sp := &sinkProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	sp := &sinkProc{cmd: cmd, stdin: stdin, out: stdout}
 	line, err := sp.out.ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
@@ -232,4 +196,32 @@ func (sp *sinkProc) Stop() (uint64, error) {
 		return 0, fmt.Errorf("no count from the dials' sink (%q: %v, %v, %v)", line, err, rerr, werr)
 	}
 	return n, nil
+}
+
+// startSelf runs this executable with args as a helper process pinned to
+// cpus (none: unpinned), its standard error into the suite's log, killed
+// if the suite dies; the helper ends when its standard input closes.
+func (s *runner) startSelf(cpus string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cpus != "" {
+		args = append([]string{pinCommand, cpus, "--", self}, args...)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = s.logw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdin, bufio.NewReader(stdout), nil
 }
