@@ -205,7 +205,7 @@ func TestPolicyMarkdown(t *testing.T) {
 	rep := &suite.Report{Title: "Policy cost (generated)", Command: "go run ./benchmarks/cmd/dflocksuite --workloads policy", Notes: r.Notes,
 		RawPath: "benchmarks/results/policy-full.json"}
 	md := string(r.markdown(rep))
-	for _, want := range []string{
+	wantAll(t, "markdown", md,
 		"## Policy cost (generated)",
 		"- a note",
 		"### lock+release, 50 connections × depth 16",
@@ -216,11 +216,7 @@ func TestPolicyMarkdown(t *testing.T) {
 		"Target server CPU per pair with the policy ≤ 1.03× without: **1.020×** (median of 3 rounds' ratios, 1.020–1.020; met).",
 		"Target idle RSS with the policy within 1 MiB of without: **+512 KiB** (15.50 MiB vs 15.00 MiB; met).",
 		"Raw results: [`benchmarks/results/policy-full.json`](benchmarks/results/policy-full.json)",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	// Over both targets: not met.
 	r.Servers[1].IdleRSS = 17 << 20
 	for i := range r.Runs {
@@ -334,18 +330,14 @@ func TestNoisyMarkdown(t *testing.T) {
 		r.Runs = append(r.Runs, a, b)
 	}
 	md := string(r.markdown(&suite.Report{Title: "Noisy neighbour (generated)", Notes: r.Notes, RawPath: "benchmarks/results/noisy-full.json"}))
-	for _, want := range []string{
+	wantAll(t, "markdown", md,
 		"## Noisy neighbour (generated)",
 		"### The quiet tenant: lock+release, 10 connections × depth 1",
 		"| quiet-alone | 20.0k (20.0k–20.0k) | 100 µs | 2.00 ms | 0.50 | 25.0 µs |",
 		"| quiet-beside-noisy | 19.0k (19.0k–19.0k) | 100 µs | 2.10 ms | 0.55 | 28.9 µs |",
 		"| 2 | quiet-beside-noisy | 20.0k | 19.0k | 0.950 | 2.00 ms | 2.10 ms | 1.050 | 5000 | 900 | 300 | 400 | 80 of 80 | 0.04 |",
 		"pairs/s **0.950×** (0.950–0.950), p99 **1.050×** (1.050–1.050), medians of 2 rounds' ratios (met).",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	for i := range r.Runs {
 		if r.Runs[i].Target == noisyBeside {
 			r.Runs[i].P99Ns = 3e6
@@ -367,17 +359,13 @@ func TestNoisyMarkdown(t *testing.T) {
 	}
 	r.Runs = runs
 	md = string(r.markdown(&suite.Report{Title: "Noisy neighbour (generated)"}))
-	for _, want := range []string{
+	wantAll(t, "markdown with the control", md,
 		"| quiet-beside-noisy-sink | 19.5k (19.5k–19.5k) | 100 µs | 2.50 ms | 0.50 | 25.0 µs |",
 		"| round | alone | beside the noisy tenant | beside it, dials to a sink | sink ÷ alone | beside ÷ sink |",
 		"| 1 | 2.00 ms | 3.00 ms | 2.50 ms | 1.250 | 1.200 |",
 		"÷ alone, **1.250×** (1.250–1.250)",
 		"Beside it against the server ÷ the control, **1.200×** (1.200–1.200): the server's part.",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown with the control lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }
 
 // The noisy-tenant subcommand refuses bad arguments and a server it
@@ -427,5 +415,16 @@ func TestDialSinkSubcommand(t *testing.T) {
 	}
 	if rc := <-done; rc != 0 {
 		t.Fatalf("exit %d", rc)
+	}
+}
+
+// wantAll fails the test for each of wants that text (a report, named
+// what) lacks.
+func wantAll(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }
