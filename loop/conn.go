@@ -105,12 +105,6 @@ func (cs *conn) ResumeRead() {
 	cs.lp.pauser.resume(cs.c.Fd(), cs.c.OutboundBuffered() > 0)
 }
 
-// HalfOpen: gnet closes a connection on EOF, but a session that may be
-// owed answers then keeps writing them (afterlife.go); a single node's
-// is not, and a half-close seen while its reading is paused comes
-// through the loop's peer watch (peerwatch.go).
-func (cs *conn) HalfOpen() bool { return cs.halfOpen }
-
 func (cs *conn) RemoteAddr() net.Addr {
 	if cs.after != nil {
 		return cs.after.remote

@@ -71,7 +71,7 @@ func owedConn(t *testing.T, n int) (*loopState, *conn, *writeCounter) {
 	srv.timers = timerwheel.NewDriver(clock, []timerwheel.Target{lp.rt.Locked})
 	w := &writeCounter{}
 	cs := &conn{c: w, lp: lp}
-	cs.sess = hub.Open(cs, session.Dflockd)
+	cs.sess = hub.Open(cs, session.Dflockd, session.Peer{Addr: w.RemoteAddr()})
 	in := strings.Repeat("l\nk\n0\n", n)
 	if used, closeConn := cs.sess.Input([]byte(in)); used != len(in) || closeConn {
 		t.Fatalf("Input used %d of %d bytes, close %v", used, len(in), closeConn)

@@ -274,8 +274,13 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	cs := &conn{c: c, lp: s.loopFor(c), raw: acc.raw, wrapped: acc.wrapped}
 	c.SetContext(cs)
 	s.open.add(cs)
-	cs.sess = s.hub.Open(cs, acc.proto)
+	// Half-open on a member: gnet closes a connection on EOF, but a
+	// session that may be owed answers then keeps writing them
+	// (afterlife.go); a single node's is not, and a half-close seen
+	// while its reading is paused comes through the loop's peer watch
+	// (peerwatch.go).
 	cs.halfOpen = s.hub.Pipelined()
+	cs.sess = s.hub.Open(cs, acc.proto, session.Peer{Addr: c.RemoteAddr(), HalfOpen: cs.halfOpen})
 	return nil, gnet.None
 }
 

@@ -139,10 +139,6 @@ func (c *conn) ResumeRead() {
 	c.out.setDrainNotice(c, false)
 }
 
-// HalfOpen: the reader reports EOF through PeerClosed and closes only
-// if the session does not keep the connection for its owed answers.
-func (c *conn) HalfOpen() bool { return true }
-
 func (c *conn) RemoteAddr() net.Addr { return c.remote }
 
 func (c *conn) SetTimer(at timerwheel.Tick) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dflockd-ng/dflockd/engine"
+	"github.com/dflockd-ng/dflockd/session"
 )
 
 // closeLinger is how long a closing connection may go without the peer
@@ -30,7 +31,10 @@ func (c *conn) serve() {
 		return
 	}
 	c.readSize = readMin
-	c.sess = c.srv.hub.Open(c, c.proto)
+	// Half-open: the reader reports EOF through PeerClosed and closes
+	// only if the session does not keep the connection for its owed
+	// answers.
+	c.sess = c.srv.hub.Open(c, c.proto, session.Peer{Addr: c.RemoteAddr(), HalfOpen: true})
 	c.run()
 
 	c.shard.stop(c)

@@ -343,7 +343,7 @@ func (u *Usage) pace(rate int64, now timerwheel.Instant, more int64) (wait time.
 }
 
 func (s *Session) remote() string {
-	if a := s.t.RemoteAddr(); a != nil {
+	if a := s.peerAddr; a != nil {
 		return a.String()
 	}
 	return ""

@@ -72,7 +72,7 @@ func (s *Session) judgeAuth(out, token []byte, isAuth bool, now timerwheel.Insta
 // command, a line too long or a read timeout.
 func (s *Session) refuseAuth(out []byte, now timerwheel.Instant) []byte {
 	s.countReply(vocab.StatusErrorAuth)
-	s.hub.cfg.Events.Warn("auth failed", "remote", s.t.RemoteAddr().String())
+	s.hub.cfg.Events.Warn("auth failed", "remote", s.remote())
 	s.closing = true
 	s.deadline = now.After(authCooldown.Milliseconds())
 	s.t.SetTimer(s.deadline)

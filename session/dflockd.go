@@ -122,7 +122,7 @@ func (s *Session) drainLongLine(buf, out []byte, now timerwheel.Instant) (int, [
 		return i + 1, s.refuseAuth(out, now), false
 	}
 	s.countReply(vocab.StatusError)
-	s.hub.cfg.Events.Info("protocol error: line too long; closing", "remote", s.t.RemoteAddr().String())
+	s.hub.cfg.Events.Info("protocol error: line too long; closing", "remote", s.remote())
 	return i + 1, parse.AppendStatus(out, vocab.StatusError), true
 }
 
@@ -159,7 +159,7 @@ func (s *Session) exec(out []byte, f parse.Frame, now timerwheel.Instant) ([]byt
 	}
 	if err != nil {
 		s.countReply(vocab.StatusError)
-		s.hub.cfg.Events.Info("protocol error", "remote", s.t.RemoteAddr().String(),
+		s.hub.cfg.Events.Info("protocol error", "remote", s.remote(),
 			"command", printable(f.Cmd), "error", err.Error())
 		return parse.AppendStatus(out, vocab.StatusError), false
 	}

@@ -197,7 +197,7 @@ func (fs *fakeServer) openFrom(remote net.Addr) *fakeConn {
 // is named name (its common name).
 func (fs *fakeServer) openCertified(name string) *fakeConn {
 	c := &fakeConn{fs: fs, poison: true, cert: &x509.Certificate{Subject: pkix.Name{CommonName: name}}}
-	c.sess = fs.hub.Open(c, Godistlock)
+	c.sess = fs.hub.Open(c, Godistlock, c.peer())
 	fs.conns = append(fs.conns, c)
 	return c
 }
@@ -207,7 +207,7 @@ func (c *fakeConn) PeerCertificate() *x509.Certificate { return c.cert }
 
 func (fs *fakeServer) openProto(remote net.Addr, p Protocol) *fakeConn {
 	c := &fakeConn{fs: fs, poison: true, remote: remote}
-	c.sess = fs.hub.Open(c, p)
+	c.sess = fs.hub.Open(c, p, c.peer())
 	fs.conns = append(fs.conns, c)
 	return c
 }
@@ -619,3 +619,7 @@ func TestSessionReplyBudgetResumes(t *testing.T) {
 }
 
 func (c *fakeConn) HalfOpen() bool { return false }
+
+// peer is what the session opens with: the fake's address, and not
+// half-open, as gnet's loops on a single node.
+func (c *fakeConn) peer() Peer { return Peer{Addr: c.RemoteAddr(), HalfOpen: c.HalfOpen()} }

@@ -65,7 +65,7 @@ type loopConn struct {
 // runs on the loop's goroutine, or before the loop starts.
 func (lp *fakeLoop) open() *loopConn {
 	c := &loopConn{lp: lp, idx: len(lp.conns)}
-	c.sess = lp.hub.Open(c, Dflockd)
+	c.sess = lp.hub.Open(c, Dflockd, Peer{Addr: c.RemoteAddr(), HalfOpen: c.HalfOpen()})
 	lp.conns = append(lp.conns, c)
 	return c
 }

@@ -47,9 +47,9 @@ func (g *godistlock) owes(s *Session, tag uint32) bool {
 // session's are (owed.go), a peer's half-close waits for its answer
 // (Session.PeerClosed) and the close the session then proposes applies
 // behind the requests. A transport that would close at once on the
-// peer's EOF is not read meanwhile (Transport.HalfOpen), as there.
+// peer's EOF is not read meanwhile (Peer.HalfOpen), as there.
 func (g *godistlock) noteOwed(s *Session) {
-	if !s.readOff && !s.t.HalfOpen() {
+	if !s.readOff && !s.halfOpen {
 		s.pauseWhileBlocked()
 	}
 }
@@ -94,7 +94,7 @@ func (g *godistlock) deliverOwed(s *Session, r engine.Result) bool {
 		}
 		wake := g.full
 		g.full = false
-		if s.owed.Len() == 0 || s.t.HalfOpen() {
+		if s.owed.Len() == 0 || s.halfOpen {
 			s.resumeAfterBlocked() // read again (noteOwed, stopFull)
 		}
 		if wake {

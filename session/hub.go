@@ -125,18 +125,19 @@ const (
 	Godistlock                 // the godistlock client protocol (godistlock.go)
 )
 
-// Open starts the session of a new connection on transport t, on the
-// transport's goroutine.
-func (h *Hub) Open(t Transport, p Protocol) *Session {
+// Open starts the session of a new connection on transport t, to peer,
+// on the transport's goroutine.
+func (h *Hub) Open(t Transport, p Protocol, peer Peer) *Session {
 	now := h.clock.Now()
 	id := h.app.open(now)
-	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == "" && h.acl == nil}
+	s := &Session{hub: h, t: t, id: id, authed: h.cfg.AuthToken == "" && h.acl == nil,
+		peerAddr: peer.Addr, halfOpen: peer.HalfOpen}
 	if p == Godistlock {
 		s.codec = newGodistlock()
 	} else {
 		s.codec = dflockdCodec{}
 		if !s.authed {
-			s.authKey = gateKey(t.RemoteAddr())
+			s.authKey = gateKey(peer.Addr)
 		}
 	}
 	s.deadline = now.After(h.rtMs)

@@ -83,7 +83,7 @@ func (s *Session) identity() Identity {
 	if _, ok := s.codec.(*godistlock); ok {
 		ident.Transport = TransportGodistlock
 	}
-	if a := s.t.RemoteAddr(); a != nil {
+	if a := s.peerAddr; a != nil {
 		ident.RemoteAddr = a.String()
 	}
 	if id := s.who.Load(); id != nil {

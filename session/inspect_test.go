@@ -19,7 +19,7 @@ func TestIdentify(t *testing.T) {
 	plain := fs.openFrom(&net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 5000})
 	gd := fs.openProto(nil, Godistlock)
 	sc := &fakeConn{fs: fs, remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 8), Port: 6000}}
-	secure := fs.hub.Open(tlsConn{sc}, Dflockd)
+	secure := fs.hub.Open(tlsConn{sc}, Dflockd, sc.peer())
 	for _, c := range []struct {
 		id   engine.SessionID
 		want Identity

@@ -35,7 +35,7 @@ func (s *Session) applyRequest(cmd *engine.Command, r *engine.Result) (done bool
 		case s.owed.Len() >= maxOwed:
 			s.blocked = true
 		}
-		if s.hub.app.pipelined() && !s.readOff && !s.t.HalfOpen() {
+		if s.hub.app.pipelined() && !s.readOff && !s.halfOpen {
 			// A peer's EOF would close the connection before the
 			// answers owed are written: read nothing more until they
 			// are (PeerClosed reports a half-close meanwhile).

@@ -82,7 +82,7 @@ func (s *Session) push(p *engine.Push) bool {
 		if c := s.t.Scratch().Counters; c != nil {
 			c.slow.Add(1)
 		}
-		s.hub.cfg.Events.Warn("slow consumer disconnected: pushes left unread", "remote", s.t.RemoteAddr().String(),
+		s.hub.cfg.Events.Warn("slow consumer disconnected: pushes left unread", "remote", s.remote(),
 			"unsent_bytes", s.t.Unsent())
 		s.t.Close()
 		return false

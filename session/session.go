@@ -1,6 +1,7 @@
 package session
 
 import (
+	"net"
 	"net/netip"
 	"sync/atomic"
 
@@ -24,6 +25,9 @@ type Session struct {
 	t     Transport
 	id    engine.SessionID
 	codec codec
+	// peerAddr and halfOpen are the Peer the session opened with.
+	peerAddr net.Addr
+	halfOpen bool
 
 	authed bool
 	// blocked: input is left unparsed until what is owed arrives (a
@@ -267,7 +271,7 @@ func (s *Session) Timer() {
 			s.writeDeadline = now.After(s.hub.wtMs)
 			s.flushedMark = flushed
 		case now.Passed(s.writeDeadline):
-			s.hub.cfg.Events.Info("write timeout: the client does not read; closing", "remote", s.t.RemoteAddr().String(),
+			s.hub.cfg.Events.Info("write timeout: the client does not read; closing", "remote", s.remote(),
 				"unsent_bytes", unsent)
 			s.t.Close()
 			return

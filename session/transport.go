@@ -33,17 +33,6 @@ type Transport interface {
 	// output has drained.
 	PauseRead() bool
 	ResumeRead()
-	// HalfOpen reports whether the transport, reading its peer's EOF,
-	// asks PeerClosed before closing, and so may keep the connection
-	// open to write what the session is owed (netconn; gnet's loops on
-	// a cluster member, which write it to a duplicate of the socket). One
-	// that closes at once (gnet's loops on a single node) reports instead
-	// a half-close it sees while reading is paused (PauseRead) through
-	// PeerClosed: a session owed answers it must still write then stops
-	// reading until they are written.
-	HalfOpen() bool
-	// RemoteAddr is the peer's address (per-address auth throttling).
-	RemoteAddr() net.Addr
 	// SetTimer asks for Session.Timer to be called at or after at; a new
 	// call replaces the previous one.
 	SetTimer(at timerwheel.Tick)
@@ -54,6 +43,24 @@ type Transport interface {
 	// goroutine, without blocking; the transport then calls
 	// Session.Deliver on the session's goroutine.
 	Post(r engine.Result)
+}
+
+// Peer is what a session learns of its connection once, as it opens
+// (Hub.Open): facts that do not change, so the session never asks its
+// transport for them again.
+type Peer struct {
+	// Addr is the peer's address: the block whose failed auths slow the
+	// connection's (authgate.go), and the logs' "remote".
+	Addr net.Addr
+	// HalfOpen tells that the transport, reading its peer's EOF, asks
+	// PeerClosed before closing, and so may keep the connection open to
+	// write what the session is owed (netconn; gnet's loops on a cluster
+	// member, which write it to a duplicate of the socket). One that
+	// closes at once (gnet's loops on a single node) reports instead a
+	// half-close it sees while reading is paused (PauseRead) through
+	// PeerClosed: a session owed answers it must still write then stops
+	// reading until they are written.
+	HalfOpen bool
 }
 
 // Scratch is per-goroutine working memory of a transport.
