@@ -4,7 +4,10 @@
 // pushes, the write budget and backpressure, the read and write
 // deadlines) and talks to its connection only through a Transport — a
 // gnet connection (package loop), a test fake, and whatever front-end
-// comes next (TLS, HTTP sessions) reuse it unchanged. The dflockd line
+// comes next (TLS, HTTP sessions) reuse it unchanged. What does not
+// change over a connection's life (its peer's address, whether the
+// transport keeps a half-closed connection open) it is told once, as it
+// opens (Hub.Open, Peer). The dflockd line
 // protocol (in its v1, v2 and rf profiles) and the godistlock protocol are
 // two codecs of it.
 //

@@ -171,7 +171,7 @@ func (s *Session) PeerClosed() bool {
 func (s *Session) Owed() int { return s.owed.Len() }
 
 // HoldInput is called by a transport that reads on while answers are owed
-// (HalfOpen) but, reading its peer's EOF, keeps only what it has not yet
+// (Peer.HalfOpen) but, reading its peer's EOF, keeps only what it has not yet
 // handed to its own output buffer (loop's afterlife): while output waits
 // there, reading stops until nothing is owed (deliverOwed resumes it),
 // and a half-close meanwhile comes through PeerClosed, as for any paused
