@@ -37,9 +37,9 @@ func (e *Engine) foreignLeaseMs(c *Command) int64 {
 // restarted. If another holds it, a try (Wait false) answers
 // StatusTimeout at once; a wait parks the request with no acquire timeout
 // and returns Blocked, and its one delivery (a grant, or StatusError on a
-// drain) carries Tag, which must not be 0 for a wait. Limits answer
-// StatusErrorMaxLocks or StatusErrorMaxWaiters; a failing fence source
-// answers StatusError.
+// drain) carries Tag, which must not be 0 for a wait. Limits, and the
+// session's tenant's quotas, answer StatusErrorMaxLocks or
+// StatusErrorMaxWaiters; a failing fence source answers StatusError.
 func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 	if c.Wait && c.Tag == 0 {
 		panic("engine: a tagged acquire waits with tag 0")
@@ -60,6 +60,11 @@ func (e *Engine) acquireTagged(s *session, c *Command, fx *Effects) Result {
 		res := sh.grantResult(sl)
 		res.Tag = c.Tag
 		return res
+	}
+	// A new claim: within the identity's quotas, as every acquire's
+	// (tenant.go); its own hold's renewal above is not one.
+	if st := s.admitClaim(c.Wait && (r.waiting() || !r.fits(false))); st != vocab.StatusOK {
+		return status(st)
 	}
 	if sl, ok := sh.grantNowLocked(r, s, mode{limit: 1}, leaseMs, now); ok {
 		var res Result

@@ -167,3 +167,38 @@ func TestKeptHoldCountsUntilItsLeaseEnds(t *testing.T) {
 		}
 	}
 }
+
+// A tagged acquire (godistlock's TRY and ON) is a claim like any other:
+// within its session's tenant's locks and waiters quotas, counted while
+// held or queued; its own hold's renewal is not a new claim.
+func TestTaggedAcquireWithinQuotas(t *testing.T) {
+	h := newHarness(t, Config{Shards: 4})
+	a := h.eng.TenantNamed("team-a")
+	a.SetLimits(2, 1, 0)
+	s1, s2, other := h.session(), h.session(), h.session()
+	h.eng.SetTenant(s1, a)
+	h.eng.SetTenant(s2, a)
+	wantStatus(t, h.acquireTagged(s1, []byte("g1"), 30000, false, 0), vocab.StatusOK)
+	wantStatus(t, h.acquireTagged(s1, []byte("g1"), 30000, false, 0), vocab.StatusOK) // a renewal
+	wantStatus(t, h.do(other, "l", "g2", "0 30"), vocab.StatusOK)
+	// A wait on g2 is team-a's second claim and first waiter.
+	if r := h.acquireTagged(s2, []byte("g2"), 30000, true, 7); !r.Blocked {
+		t.Fatalf("a wait within the quotas: %+v, want parked", r)
+	}
+	// Past locks=2: refused on a free key, by a try and by a wait.
+	wantStatus(t, h.acquireTagged(s2, []byte("g3"), 30000, false, 0), vocab.StatusErrorMaxLocks)
+	wantStatus(t, h.acquireTagged(s1, []byte("g3"), 30000, true, 8), vocab.StatusErrorMaxLocks)
+	if c, w, _ := a.Usage(); c != 2 || w != 1 {
+		t.Fatalf("team-a counts %d claims and %d waiters, want 2 and 1", c, w)
+	}
+	if n := a.Refused[TenantClaims].Load(); n != 2 {
+		t.Fatalf("team-a's refused claims: %d, want 2", n)
+	}
+	// Room again once g1 is released: the waiters quota then refuses a
+	// second wait.
+	if released, _ := h.releaseOwn(s1, []byte("g1")); !released {
+		t.Fatal("g1 not released")
+	}
+	wantStatus(t, h.acquireTagged(s1, []byte("g2"), 30000, true, 9), vocab.StatusErrorMaxWaiters)
+	wantStatus(t, h.acquireTagged(s1, []byte("g3"), 30000, false, 0), vocab.StatusOK)
+}

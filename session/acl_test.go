@@ -450,3 +450,20 @@ func hundredRules(t testing.TB, allowed string) *policy.Policy {
 	}
 	return mustPolicy(t, b.String())
 }
+
+// A godistlock connection, identified by its client certificate, is held
+// to its identity's locks quota as a line connection is: past it a TRY
+// gets NO on a free key, and its own hold's renewal still gets GIVE.
+func TestPolicyGodistlockQuota(t *testing.T) {
+	fs := aclFake(t, "identity q\n token %A\n cert q.clients\n allow * q/*\n quota locks=1\n", vocab.ProfileV2)
+	c := fs.openCertified("q.clients")
+	if got := fs.traffic(c, "TRY q/1 30000 n1\n"); !strings.HasPrefix(got, "GIVE n1 ") {
+		t.Fatalf("TRY q/1 within locks=1: %q", got)
+	}
+	if got := fs.traffic(c, "TRY q/2 30000 n2\n"); got != "NO n2\n" {
+		t.Fatalf("TRY q/2 past locks=1: %q, want NO", got)
+	}
+	if got := fs.traffic(c, "TRY q/1 30000 n3\n"); !strings.HasPrefix(got, "GIVE n3 ") {
+		t.Fatalf("TRY q/1 again (its own hold, renewed): %q", got)
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
 // clusterQuotaPolicy: team-q may do anything under q/ within its quotas;
@@ -127,4 +131,120 @@ func quotaLeader(t *testing.T, ms []*member, skip *member) *member {
 		return false, "no member accepts a write"
 	})
 	return found
+}
+
+// clusterGodistlockQuotaPolicy: team-q, by its token on the line protocol
+// and by its client certificate on godistlock, within locks=2.
+const clusterGodistlockQuotaPolicy = `identity team-q
+  token %A
+  cert team-q.clients
+  allow * q/*
+  quota locks=2
+identity ops
+  token %O
+  allow * *
+`
+
+// TestClusterGodistlockQuota: on a 3-member cluster with mutual TLS, a
+// godistlock connection (identified by its client certificate) and a line
+// connection (by token) of one identity share its locks quota on the
+// leader: a TRY past it gets NO on a free key, as does the line's lock
+// error_max_locks; an OFF makes room again. After the leader's SIGKILL the
+// next leader's replica still counts the kept holds of both transports.
+func TestClusterGodistlockQuota(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three server processes")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policy")
+	writeIsolationPolicy(t, file, clusterGodistlockQuotaPolicy)
+	ca := certtest.NewCA(t, "dflockd test CA")
+	caFile := filepath.Join(dir, "clients.pem")
+	certtest.WriteFile(t, caFile, ca.PEM())
+	certFile, keyFile := ca.Leaf(t, "member").Write(t, dir)
+	ms, gdOf := startIsolationMembers(t, true, "--policy-file", file,
+		"--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)
+	nw := &isoNet{t: t, cfg: certtest.ClientConfig(ca.Pool), scheme: "https://"}
+	gdCfg := certtest.ClientConfig(ca.Pool)
+	gdCfg.Certificates = []tls.Certificate{ca.ClientLeaf(t, "team-q.clients").TLS}
+
+	lead := tlsQuotaLeader(t, nw, ms, nil)
+	line := nw.line(lead, "tok-a")
+	line.grant("l", "q/1", "0 300")
+	gd := dialIso(t, gdOf[lead], gdCfg, "")
+	if got := godistlockDo(t, gd, "TRY q/2 300000 n1"); !strings.HasPrefix(got, "GIVE n1 ") {
+		t.Fatalf("on the leader %s: godistlock TRY q/2 under the quota: %q, want GIVE", lead.id, got)
+	}
+	// q/3 is free: a NO is the quota's (q/1 by the line, q/2 by
+	// godistlock), and the line is refused as well.
+	if got := godistlockDo(t, gd, "TRY q/3 300000 n2"); got != "NO n2" {
+		t.Fatalf("on the leader %s: godistlock TRY q/3 past locks=2: %q, want NO", lead.id, got)
+	}
+	if got := line.do("l", "q/3", "0 300"); got != "error_max_locks" {
+		t.Fatalf("on the leader %s: l q/3 past locks=2: %q, want error_max_locks", lead.id, got)
+	}
+	// OFF answers nothing; the TRY behind it is answered after it
+	// applied, with the room it made.
+	godistlockSend(t, gd, "OFF q/2 n3")
+	if got := godistlockDo(t, gd, "TRY q/3 300000 n4"); !strings.HasPrefix(got, "GIVE n4 ") {
+		t.Fatalf("on the leader %s: TRY q/3 after OFF q/2: %q, want GIVE", lead.id, got)
+	}
+
+	// The leader dies: the holds of its connections (q/1 by the line,
+	// q/3 by godistlock) are kept until their leases end, and counted.
+	lead.member.signal(syscall.SIGKILL)
+	next := tlsQuotaLeader(t, nw, ms, lead)
+	t.Logf("leader %s killed; %s leads", lead.id, next.id)
+	gd2 := dialIso(t, gdOf[next], gdCfg, "")
+	if got := godistlockDo(t, gd2, "TRY q/4 300000 n5"); got != "NO n5" {
+		t.Fatalf("after the failover, on %s: godistlock TRY q/4: %q, want NO (q/1 and q/3 are still held)", next.id, got)
+	}
+	if got := nw.line(next, "tok-a").do("l", "q/4", "0 300"); got != "error_max_locks" {
+		t.Fatalf("after the failover, on %s: l q/4: %q, want error_max_locks", next.id, got)
+	}
+}
+
+// tlsQuotaLeader returns the member (but skip) whose line protocol, over
+// TLS, accepts ops' write, waiting up to 30 s for one.
+func tlsQuotaLeader(t *testing.T, nw *isoNet, ms []*httpMember, skip *httpMember) *httpMember {
+	t.Helper()
+	var found *httpMember
+	within(t, 30*time.Second, "a leader", func() (bool, string) {
+		for _, m := range ms {
+			if m == skip {
+				continue
+			}
+			c, err := net.DialTimeout("tcp", m.client, time.Second)
+			if err != nil {
+				continue
+			}
+			c.Close()
+			if got := nw.line(m, "tok-ops").do("incr", "probe", "1"); strings.HasPrefix(got, "ok") {
+				found = m
+				return true, ""
+			}
+		}
+		return false, "no member accepts a write"
+	})
+	return found
+}
+
+// godistlockSend writes one godistlock request line.
+func godistlockSend(t *testing.T, gd *isoConn, line string) {
+	t.Helper()
+	_ = gd.c.SetDeadline(time.Now().Add(15 * time.Second))
+	if _, err := io.WriteString(gd.c, line+"\n"); err != nil {
+		t.Fatalf("godistlock %s: %v", line, err)
+	}
+}
+
+// godistlockDo writes one godistlock request line and reads its answer.
+func godistlockDo(t *testing.T, gd *isoConn, line string) string {
+	t.Helper()
+	godistlockSend(t, gd, line)
+	got, err := gd.rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("godistlock %s: %v", line, err)
+	}
+	return strings.TrimSuffix(got, "\n")
 }
