@@ -6,7 +6,7 @@
 //	go run ./benchmarks/cmd/dflocksuite --workloads incr,kv,list,fanout
 //	go run ./benchmarks/cmd/dflocksuite --workloads cluster --quick   # ~1 minute
 //	go run ./benchmarks/cmd/dflocksuite --workloads scaling           # 16 cores, ~3 minutes
-//	go run ./benchmarks/cmd/dflocksuite --workloads policy,noisy --reps 7   # ~3 minutes
+//	go run ./benchmarks/cmd/dflocksuite --workloads policy,noisy --reps 7   # ~4 minutes
 //
 // --workloads picks what runs: the lock workloads (lock, hot) and the
 // memory scenarios fill PERF.md's core generated section; the redis-feats
