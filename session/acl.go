@@ -391,11 +391,12 @@ func (l *refusalLog) list() []Refusal {
 }
 
 // overRate reports whether the session's identity is over its rate for
-// the request that starts rest: the session is then paced, reading
-// nothing until its turn (endPace), so a flood costs the server a timer,
-// not a reply per request. The requests that waited have their turns
-// (pace): they run then without asking again.
-func (s *Session) overRate(now timerwheel.Instant, rest []byte) bool {
+// the request that starts rest, a request being lines lines (three on
+// the line protocol, one on godistlock): the session is then paced,
+// reading nothing until its turn (endPace), so a flood costs the server
+// a timer, not a reply per request. The requests that waited have their
+// turns (pace): they run then without asking again.
+func (s *Session) overRate(now timerwheel.Instant, rest []byte, lines int) bool {
 	rate := s.ident.Quota.Rate
 	if rate <= 0 {
 		return false
@@ -404,10 +405,9 @@ func (s *Session) overRate(now timerwheel.Instant, rest []byte) bool {
 		s.paceTurns-- // a request that waited: its turn came
 		return false
 	}
-	// The requests buffered, this one first (three lines each), up to a
-	// batch.
+	// The requests buffered, this one first, up to a batch.
 	batch := max(rate*int64(paceBatch)/int64(time.Second), 1)
-	frames := int64(bytes.Count(rest[:min(len(rest), paceScan)], newline) / 3)
+	frames := int64(bytes.Count(rest[:min(len(rest), paceScan)], newline) / lines)
 	wait, taken := s.usage.pace(rate, now, min(frames, batch))
 	if wait <= 0 {
 		return false

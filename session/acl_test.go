@@ -467,3 +467,37 @@ func TestPolicyGodistlockQuota(t *testing.T) {
 		t.Fatalf("TRY q/1 again (its own hold, renewed): %q", got)
 	}
 }
+
+// The rate quota paces a godistlock connection as it does a line one: a
+// request is one line there, the burst (10 at rate=200) is answered at
+// once, reading pauses, and the rest are answered in order as the rate
+// allows, none refused.
+func TestPolicyRatePacesGodistlock(t *testing.T) {
+	fs := aclFake(t, "identity r\n token %A\n cert r.clients\n allow * *\n quota rate=200\n", vocab.ProfileV2)
+	c := fs.openCertified("r.clients")
+	c.pausable = true
+	var in strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&in, "IS k n%d\n", i)
+	}
+	got := fs.traffic(c, in.String())
+	if n := strings.Count(got, "\n"); n != 10 {
+		t.Fatalf("answered %d of 25 at once, want the burst of 10 (50 ms at 200 a second): %q", n, got)
+	}
+	if !c.readPaused {
+		t.Fatal("reading not paused while paced")
+	}
+	for range 50 {
+		if strings.Count(string(c.out), "\n") == 25 {
+			break
+		}
+		fs.runTimers(100 * time.Millisecond)
+	}
+	replies := strings.Split(strings.TrimSuffix(string(c.out), "\n"), "\n")
+	if len(replies) != 25 || replies[24] != "NO n24" {
+		t.Fatalf("after pacing: %d replies, last %q", len(replies), replies[len(replies)-1])
+	}
+	if c.closed {
+		t.Fatal("pacing closed the connection")
+	}
+}

@@ -58,7 +58,7 @@ func (dflockdCodec) input(s *Session, buf, out []byte, now timerwheel.Instant) (
 			}
 			break
 		}
-		if s.usage != nil && s.overRate(now, buf[off:]) {
+		if s.usage != nil && s.overRate(now, buf[off:], 3) {
 			break // the frame stays unread until the identity's rate allows it
 		}
 		off += n

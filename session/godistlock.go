@@ -98,6 +98,9 @@ func (g *godistlock) input(s *Session, buf, out []byte, now timerwheel.Instant) 
 		if errors.Is(err, parse.ErrIncomplete) {
 			break
 		}
+		if err == nil && s.usage != nil && s.overRate(now, buf[off:], 1) {
+			break // the line stays unread until the identity's rate allows it
+		}
 		off += n
 		lines++
 		if err != nil {
