@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/session"
@@ -92,8 +93,27 @@ func (a *API) withIdentity(next http.Handler) http.Handler {
 			a.refuse(w, r, `Bearer realm="dflockd"`)
 			return
 		}
+		if wait := a.hub.RateWait(id); wait > 0 && !a.hold(r.Context(), wait) {
+			// Over its rate quota the request was held until its turn,
+			// as a line connection's reading is paused, and its client
+			// left meanwhile: nobody to answer (net/http closes the
+			// connection, logging nothing).
+			panic(http.ErrAbortHandler)
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	})
+}
+
+// holdFor waits d, or until ctx ends (false).
+func holdFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // metricsScraper reports whether r bears the scrapers' token.

@@ -1,9 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dflockd-ng/dflockd/policy"
 	"github.com/dflockd-ng/dflockd/session"
@@ -214,5 +220,64 @@ func TestHTTPPolicyQuota(t *testing.T) {
 	r = ts.send(req{method: "POST", path: "/v1/locks/k3", body: body, session: s.SessionID, header: bearer("tok-q")})
 	if r.code() != codeMaxLocks {
 		t.Fatalf("a third claim past locks=2: %d %s", r.status, r.body)
+	}
+}
+
+// The rate quota paces HTTP requests: over it, a request is held until
+// its turn, then served (200, not an error), and counts as paced.
+func TestHTTPPolicyRatePaces(t *testing.T) {
+	p, err := policy.Parse([]byte("identity q\n token " + policy.TokenHash("tok-q") + "\n allow * *\n quota rate=20\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: the requests arrive at one instant, however
+	// slowly the machine sends them.
+	ts := newServer(t, setup{sess: session.Config{Policy: p}, fake: true})
+	paced := func() uint64 {
+		for _, u := range ts.hub.Usages() {
+			if u.Name == "q" {
+				return u.QuotaExceeded[session.QuotaRate].Load()
+			}
+		}
+		return 0
+	}
+	var mu sync.Mutex
+	var holds []time.Duration
+	ts.api.hold = func(ctx context.Context, d time.Duration) bool {
+		mu.Lock()
+		holds = append(holds, d)
+		mu.Unlock()
+		return true
+	}
+	// rate=20 with its burst of 50 ms worth: one request at once, then
+	// each 50 ms after the one before.
+	for i := range 3 {
+		expect(t, fmt.Sprint("stats ", i), ts.send(req{method: "GET", path: "/v1/stats", header: bearer("tok-q")}), 200, "")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}; !slices.Equal(holds, want) {
+		t.Fatalf("requests held %v, want %v", holds, want)
+	}
+	if got := paced(); got != 2 {
+		t.Fatalf("%d of 3 requests counted paced, want 2 (the first within the burst)", got)
+	}
+	// A client that leaves while held is not served: the route never
+	// runs, and the handler aborts (nothing written, the connection
+	// closed).
+	ts.api.hold = func(context.Context, time.Duration) bool { return false }
+	rec := httptest.NewRecorder()
+	hr := httptest.NewRequest("POST", "/v1/sessions", nil)
+	hr.Header.Set("Authorization", "Bearer tok-q")
+	func() {
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Fatalf("a request whose client left while held: recovered %v, want http.ErrAbortHandler", p)
+			}
+		}()
+		ts.api.handler.ServeHTTP(rec, hr)
+	}()
+	if rec.Body.Len() != 0 || rec.Code != 200 || rec.Result().Header.Get("Content-Type") != "" {
+		t.Fatalf("a request whose client left while held got %d %q", rec.Code, rec.Body.String())
 	}
 }

@@ -129,6 +129,9 @@ type API struct {
 	adminSum [sha256.Size]byte // of Config.AdminToken
 	// metricsSum is Config.MetricsToken's (auth.go).
 	metricsSum [sha256.Size]byte
+	// hold holds a request over its identity's rate for d, or until its
+	// client leaves (false): holdFor, or a test's.
+	hold func(ctx context.Context, d time.Duration) bool
 
 	mux      *http.ServeMux
 	handler  http.Handler
@@ -180,6 +183,7 @@ func New(hub *session.Hub, cfg Config) *API {
 		idleMs: 2 * cfg.SessionIdleTimeout.Milliseconds(),
 		conns:  &conncap.Limiter{PerIP: cfg.MaxConnectionsPerIP},
 		stop:   make(chan struct{}),
+		hold:   holdFor,
 	}
 	a.sessions.init()
 	a.streamsPerIP = max(cfg.MaxStreamsPerIP, 0)

@@ -342,6 +342,24 @@ func (u *Usage) pace(rate int64, now timerwheel.Instant, more int64) (wait time.
 	}
 }
 
+// RateWait takes one request of identity id's rate quota for a request
+// that arrived over HTTP, and returns how long it must wait before it
+// runs: 0 at once. The HTTP API holds the request that long, which paces
+// the client (its connection gets nothing until then) as the line
+// protocol's connections are paced, rather than answering errors at full
+// speed. A wait counts as paced, as there.
+func (h *Hub) RateWait(id *policy.Identity) time.Duration {
+	if h.acl == nil || id == nil || id.Quota.Rate <= 0 {
+		return 0
+	}
+	u := h.acl.usageOf(id.Name)
+	wait, _ := u.pace(id.Quota.Rate, h.clock.Now(), 1)
+	if wait > 0 {
+		u.QuotaExceeded[QuotaRate].Add(1)
+	}
+	return wait
+}
+
 func (s *Session) remote() string {
 	if a := s.peerAddr; a != nil {
 		return a.String()
