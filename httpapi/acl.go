@@ -16,8 +16,8 @@ import (
 // a refusal is 403 {"error":"forbidden"} with the deciding rule in the
 // detail, and joins the hub's refusal log.
 //
-// The observatory's lists and /v1/stats are scoped to the caller
-// (scope.go); /v1/events is not yet, and needs observe on every key. The
+// The observatory's lists, /v1/events and /v1/stats are scoped to the
+// caller (scope.go): observe on some key is enough to call them. The
 // routes of the whole server need their class on every key ("allow
 // admin *", "allow metrics *"): the refusal log shows every identity's
 // refusals, the check any identity's rules, the metrics every identity's
