@@ -106,14 +106,10 @@ func (a *API) withIdentity(next http.Handler) http.Handler {
 
 // holdFor waits d, or until ctx ends (false).
 func holdFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	held, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	<-held.Done()
+	return ctx.Err() == nil
 }
 
 // metricsScraper reports whether r bears the scrapers' token.

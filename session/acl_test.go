@@ -202,6 +202,15 @@ func TestPolicyRatePaces(t *testing.T) {
 		in.WriteString(request("incr", "n", "1"))
 	}
 	got := fs.traffic(c, in.String())
+	checkPaced(t, fs, c, got, 26, "ok 25") // the auth's ok and 25 replies
+}
+
+// checkPaced checks a connection sent 25 requests at rate=200: got, the
+// replies at once, is the burst of 10, and reading is paused; then, as
+// time passes, all of them are answered (c.out holds want lines, the
+// last one last), and the connection stays open.
+func checkPaced(t *testing.T, fs *fakeServer, c *fakeConn, got string, want int, last string) {
+	t.Helper()
 	if n := strings.Count(got, "\n"); n != 10 {
 		t.Fatalf("answered %d of 25 at once, want the burst of 10 (50 ms at 200 a second): %q", n, got)
 	}
@@ -209,13 +218,13 @@ func TestPolicyRatePaces(t *testing.T) {
 		t.Fatal("reading not paused while paced")
 	}
 	for range 50 {
-		if strings.Count(string(c.out), "\n") == 26 { // the auth's ok and 25 replies
+		if strings.Count(string(c.out), "\n") == want {
 			break
 		}
 		fs.runTimers(100 * time.Millisecond)
 	}
 	replies := strings.Split(strings.TrimSuffix(string(c.out), "\n"), "\n")
-	if len(replies) != 26 || replies[25] != "ok 25" {
+	if len(replies) != want || replies[want-1] != last {
 		t.Fatalf("after pacing: %d replies, last %q", len(replies), replies[len(replies)-1])
 	}
 	if c.closed {
@@ -481,23 +490,5 @@ func TestPolicyRatePacesGodistlock(t *testing.T) {
 		fmt.Fprintf(&in, "IS k n%d\n", i)
 	}
 	got := fs.traffic(c, in.String())
-	if n := strings.Count(got, "\n"); n != 10 {
-		t.Fatalf("answered %d of 25 at once, want the burst of 10 (50 ms at 200 a second): %q", n, got)
-	}
-	if !c.readPaused {
-		t.Fatal("reading not paused while paced")
-	}
-	for range 50 {
-		if strings.Count(string(c.out), "\n") == 25 {
-			break
-		}
-		fs.runTimers(100 * time.Millisecond)
-	}
-	replies := strings.Split(strings.TrimSuffix(string(c.out), "\n"), "\n")
-	if len(replies) != 25 || replies[24] != "NO n24" {
-		t.Fatalf("after pacing: %d replies, last %q", len(replies), replies[len(replies)-1])
-	}
-	if c.closed {
-		t.Fatal("pacing closed the connection")
-	}
+	checkPaced(t, fs, c, got, 25, "NO n24")
 }

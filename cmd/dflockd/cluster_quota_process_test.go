@@ -15,10 +15,12 @@ import (
 	"github.com/dflockd-ng/dflockd/tlscert/certtest"
 )
 
-// clusterQuotaPolicy: team-q may do anything under q/ within its quotas;
-// ops may do anything (the test finds the leader with it).
+// clusterQuotaPolicy: team-q (by its token, or by its client certificate
+// where the members ask for one) may do anything under q/ within its
+// quotas; ops may do anything (the tests find the leader with it).
 const clusterQuotaPolicy = `identity team-q
   token %A
+  cert team-q.clients
   allow * q/*
   quota locks=2 waiters=1 keys=1
 identity ops
@@ -39,13 +41,8 @@ func TestClusterQuotas(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "policy")
 	writeIsolationPolicy(t, file, clusterQuotaPolicy)
 	hms, _ := startIsolationMembers(t, false, "--policy-file", file)
-	var ms []*member
-	httpOf := map[*member]*httpMember{}
-	for _, m := range hms {
-		ms = append(ms, m.member)
-		httpOf[m.member] = m
-	}
-	lead := quotaLeader(t, ms, nil)
+	ms, httpOf := membersOf(hms)
+	lead := quotaLeader(t, ms, nil, nil)
 
 	c1, c2 := dialIso(t, lead.client, nil, "tok-a"), dialIso(t, lead.client, nil, "tok-a")
 	c1.grant("l", "q/1", "0 300")
@@ -81,7 +78,7 @@ func TestClusterQuotas(t *testing.T) {
 	// The leader dies: its connections' holds are kept, and counted, on
 	// the replica that leads next.
 	lead.signal(syscall.SIGKILL)
-	next := quotaLeader(t, ms, lead)
+	next := quotaLeader(t, ms, lead, nil)
 	t.Logf("leader %s killed; %s leads", lead.id, next.id)
 	c3 := dialIso(t, next.client, nil, "tok-a")
 	if got := c3.do("l", "q/3", "0 300"); got != "error_max_locks" {
@@ -107,9 +104,20 @@ func TestClusterQuotas(t *testing.T) {
 	}
 }
 
-// quotaLeader returns the member (but skip) that accepts ops' write,
-// waiting up to 30 s for one.
-func quotaLeader(t *testing.T, ms []*member, skip *member) *member {
+// membersOf returns the members of hms, and each one's httpMember.
+func membersOf(hms []*httpMember) ([]*member, map[*member]*httpMember) {
+	var ms []*member
+	httpOf := map[*member]*httpMember{}
+	for _, m := range hms {
+		ms = append(ms, m.member)
+		httpOf[m.member] = m
+	}
+	return ms, httpOf
+}
+
+// quotaLeader returns the member (but skip) that accepts ops' write on
+// its line protocol (over TLS with cfg), waiting up to 30 s for one.
+func quotaLeader(t *testing.T, ms []*member, skip *member, cfg *tls.Config) *member {
 	t.Helper()
 	var found *member
 	within(t, 30*time.Second, "a leader", func() (bool, string) {
@@ -122,7 +130,7 @@ func quotaLeader(t *testing.T, ms []*member, skip *member) *member {
 				continue
 			}
 			c.Close()
-			ic := dialIso(t, m.client, nil, "tok-ops")
+			ic := dialIso(t, m.client, cfg, "tok-ops")
 			if got := ic.do("incr", "probe", "1"); strings.HasPrefix(got, "ok") {
 				found = m
 				return true, ""
@@ -132,18 +140,6 @@ func quotaLeader(t *testing.T, ms []*member, skip *member) *member {
 	})
 	return found
 }
-
-// clusterGodistlockQuotaPolicy: team-q, by its token on the line protocol
-// and by its client certificate on godistlock, within locks=2.
-const clusterGodistlockQuotaPolicy = `identity team-q
-  token %A
-  cert team-q.clients
-  allow * q/*
-  quota locks=2
-identity ops
-  token %O
-  allow * *
-`
 
 // TestClusterGodistlockQuota: on a 3-member cluster with mutual TLS, a
 // godistlock connection (identified by its client certificate) and a line
@@ -157,7 +153,7 @@ func TestClusterGodistlockQuota(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy")
-	writeIsolationPolicy(t, file, clusterGodistlockQuotaPolicy)
+	writeIsolationPolicy(t, file, clusterQuotaPolicy)
 	ca := certtest.NewCA(t, "dflockd test CA")
 	caFile := filepath.Join(dir, "clients.pem")
 	certtest.WriteFile(t, caFile, ca.PEM())
@@ -168,7 +164,8 @@ func TestClusterGodistlockQuota(t *testing.T) {
 	gdCfg := certtest.ClientConfig(ca.Pool)
 	gdCfg.Certificates = []tls.Certificate{ca.ClientLeaf(t, "team-q.clients").TLS}
 
-	lead := tlsQuotaLeader(t, nw, ms, nil)
+	members, httpOf := membersOf(ms)
+	lead := httpOf[quotaLeader(t, members, nil, nw.cfg)]
 	line := nw.line(lead, "tok-a")
 	line.grant("l", "q/1", "0 300")
 	gd := dialIso(t, gdOf[lead], gdCfg, "")
@@ -193,7 +190,7 @@ func TestClusterGodistlockQuota(t *testing.T) {
 	// The leader dies: the holds of its connections (q/1 by the line,
 	// q/3 by godistlock) are kept until their leases end, and counted.
 	lead.member.signal(syscall.SIGKILL)
-	next := tlsQuotaLeader(t, nw, ms, lead)
+	next := httpOf[quotaLeader(t, members, lead.member, nw.cfg)]
 	t.Logf("leader %s killed; %s leads", lead.id, next.id)
 	gd2 := dialIso(t, gdOf[next], gdCfg, "")
 	if got := godistlockDo(t, gd2, "TRY q/4 300000 n5"); got != "NO n5" {
@@ -204,30 +201,6 @@ func TestClusterGodistlockQuota(t *testing.T) {
 	}
 }
 
-// tlsQuotaLeader returns the member (but skip) whose line protocol, over
-// TLS, accepts ops' write, waiting up to 30 s for one.
-func tlsQuotaLeader(t *testing.T, nw *isoNet, ms []*httpMember, skip *httpMember) *httpMember {
-	t.Helper()
-	var found *httpMember
-	within(t, 30*time.Second, "a leader", func() (bool, string) {
-		for _, m := range ms {
-			if m == skip {
-				continue
-			}
-			c, err := net.DialTimeout("tcp", m.client, time.Second)
-			if err != nil {
-				continue
-			}
-			c.Close()
-			if got := nw.line(m, "tok-ops").do("incr", "probe", "1"); strings.HasPrefix(got, "ok") {
-				found = m
-				return true, ""
-			}
-		}
-		return false, "no member accepts a write"
-	})
-	return found
-}
 
 // godistlockSend writes one godistlock request line.
 func godistlockSend(t *testing.T, gd *isoConn, line string) {
