@@ -201,7 +201,6 @@ func TestClusterGodistlockQuota(t *testing.T) {
 	}
 }
 
-
 // godistlockSend writes one godistlock request line.
 func godistlockSend(t *testing.T, gd *isoConn, line string) {
 	t.Helper()
