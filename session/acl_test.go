@@ -492,3 +492,29 @@ func TestPolicyRatePacesGodistlock(t *testing.T) {
 	got := fs.traffic(c, in.String())
 	checkPaced(t, fs, c, got, 25, "NO n24")
 }
+
+// The conns quota counts an identity's connections whichever way they
+// name it: a godistlock connection by its client certificate, a line
+// connection by its token. Past it, a certified connection is closed as
+// it opens, a token's at its auth; a close gives the place back.
+func TestPolicyConnsQuotaByCertificate(t *testing.T) {
+	fs := aclFake(t, "identity q\n token %A\n cert q.clients\n allow * q/*\n quota conns=1\n", vocab.ProfileV2)
+	c1 := fs.openCertified("q.clients")
+	if got := fs.traffic(c1, "TRY q/1 30000 n1\n"); !strings.HasPrefix(got, "GIVE n1 ") {
+		t.Fatalf("the first certified connection: TRY %q", got)
+	}
+	c2 := fs.openCertified("q.clients")
+	fs.runTimers(time.Millisecond)
+	if !c2.closed {
+		t.Fatal("a second certified connection past conns=1 is open")
+	}
+	c3 := fs.open()
+	if got := fs.traffic(c3, request("auth", "_", "tok-a")); got != "" || !c3.closed {
+		t.Fatalf("a token's connection past conns=1: answered %q, closed %v", got, c3.closed)
+	}
+	fs.closeConn(c1)
+	c4 := fs.openCertified("q.clients")
+	if got := fs.traffic(c4, "TRY q/2 30000 n2\n"); !strings.HasPrefix(got, "GIVE n2 ") || c4.closed {
+		t.Fatalf("after a close, a certified connection: TRY %q, closed %v", got, c4.closed)
+	}
+}
